@@ -1,0 +1,18 @@
+.PHONY: setup demo test lint bench
+
+setup:
+	@bash scripts/setup.sh
+
+demo: setup
+	.venv/bin/python -m backtrack demo
+
+lint: setup
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+	.venv/bin/mypy
+
+test: lint
+	.venv/bin/python -m pytest
+
+bench: setup
+	.venv/bin/python -m benchmarks

@@ -1,0 +1,20 @@
+"""backtrack: grammar-valid output from black-box LLMs.
+
+The API drafts freely; an Earley check (llguidance) cuts the draft at the first byte the grammar
+cannot continue; a small local model writes the correction; the API carries on.
+"""
+
+from backtrack.errors import BacktrackError, GrammarError, ProviderError, TargetError, TextError
+from backtrack.grammar import Grammar
+from backtrack.prefix import Checker, PrefixCheck
+
+__all__ = [
+    "BacktrackError",
+    "Checker",
+    "Grammar",
+    "GrammarError",
+    "PrefixCheck",
+    "ProviderError",
+    "TargetError",
+    "TextError",
+]

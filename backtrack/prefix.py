@@ -1,0 +1,237 @@
+"""Longest valid prefix of a text under a grammar, checked byte by byte with llguidance.
+
+The matcher here runs over a 256-entry byte vocabulary (plus EOS), so a check costs time linear in
+the bytes and never depends on any model's tokenizer. A cut never lands inside a multi-byte
+character: when the grammar accepts only the first bytes of a character, the cut goes before it.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+import llguidance
+
+from backtrack.errors import TextError, caret_view
+
+EOS = 256
+
+
+class _ByteVocabulary:
+    """The tokenizer shape llguidance wants, with one token per byte value."""
+
+    eos_token_id = EOS
+    bos_token_id = None
+    tokens = [bytes([i]) for i in range(256)] + [b"<eos>"]
+    special_token_ids = [EOS]
+
+    def __call__(self, text: str | bytes) -> list[int]:
+        return list(text if isinstance(text, bytes) else text.encode("utf-8"))
+
+
+@functools.cache
+def byte_tokenizer() -> llguidance.LLTokenizer:
+    """The shared byte-level LLTokenizer (built on first use, not at import)."""
+    return llguidance.LLTokenizer(llguidance.TokenizerWrapper(_ByteVocabulary()), slices=[])
+
+
+def as_text(text: str | bytes) -> str:
+    """`text` as str; bytes must be UTF-8, else TextError at the first bad byte."""
+    if isinstance(text, str):
+        return text
+    if not isinstance(text, bytes | bytearray):
+        raise TypeError(f"text must be str or bytes, not {type(text).__name__}")
+    try:
+        return bytes(text).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        good = bytes(text[: exc.start]).decode("utf-8")
+        raise TextError(
+            f"text is not valid UTF-8 ({exc.reason})",
+            text=good,
+            char_offset=len(good),
+            byte_offset=exc.start,
+        ) from exc
+
+
+def char_aligned(data: bytes, n: int) -> int:
+    """The largest byte count <= n that ends on a UTF-8 character boundary of `data`."""
+    while 0 < n < len(data) and (data[n] & 0xC0) == 0x80:
+        n -= 1
+    return n
+
+
+def _describe(byte_values: list[int], continuations: dict[int, bytes]) -> tuple[str, ...]:
+    """Readable items: literal continuations ('"true"') and byte ranges ('[0-9]')."""
+    items: list[str] = []
+    run: list[int] = []
+
+    def close_run() -> None:
+        if len(run) >= 3:
+            items.append(f"[{_show_char(run[0])}-{_show_char(run[-1])}]")
+        else:
+            items.extend(repr(chr(b)) if b < 128 else f"byte 0x{b:02x}" for b in run)
+        run.clear()
+
+    for b in byte_values:
+        tail = continuations.get(b, b"")
+        if tail:
+            close_run()
+            items.append(repr((bytes([b]) + tail).decode("utf-8", "replace")))
+        elif run and b == run[-1] + 1 and b < 128:
+            run.append(b)
+        else:
+            close_run()
+            run.append(b)
+    close_run()
+    return tuple(items)
+
+
+def _show_char(b: int) -> str:
+    return chr(b) if 32 < b < 127 else f"\\x{b:02x}"
+
+
+def expected_after(matcher: llguidance.LLMatcher) -> tuple[str, ...]:
+    """What may come next in `matcher`'s state, readable: each allowed byte extended by the bytes
+    the grammar then forces ('t' -> "true"), runs of bytes as ranges, and 'end of text'."""
+    mask = matcher.compute_bitmask()
+    allowed = [b for b in range(257) if mask[b // 8] >> (b % 8) & 1]
+    continuations: dict[int, bytes] = {}
+    for b in allowed:
+        if b == EOS or b >= 128:
+            continue
+        if matcher.consume_token(b):
+            continuations[b] = matcher.compute_ff_bytes()
+            matcher.rollback(1)
+    items = _describe([b for b in allowed if b != EOS], continuations)
+    if EOS in allowed or (matcher.is_accepting() and not items):
+        items += ("end of text",)
+    return items
+
+
+@dataclass(frozen=True)
+class PrefixCheck:
+    """The longest prefix of `text` that some sentence of the grammar starts with.
+
+    `chars` and `bytes` are the prefix's length in characters and in UTF-8 bytes. `complete` says
+    whether the prefix is itself a full sentence; `expected` what could come next at the cut.
+    Both are computed on first access (they need the parser state at the cut).
+    """
+
+    text: str
+    prefix: str
+    chars: int
+    bytes: int
+    _matcher: Any = field(repr=False, compare=False)
+
+    @property
+    def valid(self) -> bool:
+        """The whole text is a valid prefix (nothing was cut)."""
+        return self.chars == len(self.text)
+
+    @functools.cached_property
+    def _state(self) -> llguidance.LLMatcher:
+        m: llguidance.LLMatcher = self._matcher.deep_copy()
+        m.consume_tokens(list(self.prefix.encode("utf-8")))
+        return m
+
+    @functools.cached_property
+    def complete(self) -> bool:
+        return bool(self._state.is_accepting())
+
+    @functools.cached_property
+    def expected(self) -> tuple[str, ...]:
+        return expected_after(self._state.deep_copy())
+
+    def context(self) -> str:
+        """The line of text around the cut, with a caret under it."""
+        return caret_view(self.text, self.chars)
+
+    def error(self) -> TextError:
+        """The cut as an error (what a caller raises when the text had to be whole)."""
+        return TextError(
+            "text stops matching the grammar",
+            text=self.text,
+            char_offset=self.chars,
+            byte_offset=self.bytes,
+            expected=self.expected,
+        )
+
+
+def check(pristine: llguidance.LLMatcher, text: str | bytes) -> PrefixCheck:
+    """One pass of the byte matcher over `text` (copied from `pristine`, left untouched)."""
+    text = as_text(text)
+    data = text.encode("utf-8")
+    matcher = pristine.deep_copy()
+    n = char_aligned(data, matcher.validate_tokens(list(data)))
+    prefix = data[:n].decode("utf-8")
+    return PrefixCheck(text, prefix, len(prefix), n, pristine)
+
+
+class Checker:
+    """An incremental check: feed text as it streams in; each feed costs time in its own bytes.
+
+    Invariant: the matcher has consumed exactly the UTF-8 bytes of `text`. Once a feed is cut,
+    `cut` is True and later feeds accept nothing until `rollback`.
+    """
+
+    def __init__(self, pristine: llguidance.LLMatcher) -> None:
+        self._matcher = pristine.deep_copy()
+        self._parts: list[str] = []
+        self.chars = 0
+        self.bytes = 0
+        self.cut = False
+
+    @property
+    def text(self) -> str:
+        """Everything accepted so far."""
+        if len(self._parts) > 1:
+            self._parts[:] = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
+
+    @property
+    def complete(self) -> bool:
+        """The accepted text is a full sentence of the grammar."""
+        return bool(self._matcher.is_accepting())
+
+    def feed(self, chunk: str) -> int:
+        """Append as much of `chunk` as keeps the text a valid prefix; return how many characters
+        of it were taken. Fewer than `len(chunk)` means the next character cannot follow."""
+        if not isinstance(chunk, str):
+            raise TypeError(f"feed() takes str, not {type(chunk).__name__}")
+        if self.cut or not chunk:
+            return 0
+        data = chunk.encode("utf-8")
+        tokens = list(data)
+        n = char_aligned(data, self._matcher.validate_tokens(tokens))
+        if n:
+            self._matcher.consume_tokens(tokens[:n])
+        taken = chunk if n == len(data) else data[:n].decode("utf-8")
+        if taken:
+            self._parts.append(taken)
+        self.chars += len(taken)
+        self.bytes += n
+        self.cut = n < len(data)
+        return len(taken)
+
+    def rollback(self, chars: int) -> None:
+        """Return to the state after the first `chars` characters of `text`."""
+        if not 0 <= chars <= self.chars:
+            raise ValueError(f"cannot roll back to character {chars} of {self.chars}")
+        text = self.text
+        removed = len(text[chars:].encode("utf-8"))
+        if removed:
+            self._matcher.rollback(removed)
+        self._parts[:] = [text[:chars]]
+        self.chars = chars
+        self.bytes -= removed
+        self.cut = False
+
+    def expected(self) -> tuple[str, ...]:
+        """What may come next after `text`."""
+        return expected_after(self._matcher.deep_copy())
+
+    def allows(self, chunk: str) -> bool:
+        """Whether `text + chunk` would still be a valid prefix (the state is unchanged)."""
+        data = list(chunk.encode("utf-8"))
+        return bool(self._matcher.validate_tokens(data) == len(data))
