@@ -1,0 +1,273 @@
+"""One request's state on the target model: a token sequence, its KV cache, its grammar matcher.
+
+Invariants (tested): the KV cache holds exactly `self.ids`, and `self.logits` are the next-token
+logits after them, equal (within float tolerance) to a fresh forward pass over `self.ids`,
+whatever series of moves led there. The matcher has consumed exactly the text tokens of `self.ids`
+(everything after the prompt). Moving to new text crops both back to the longest common prefix of
+old and new token ids and feeds the rest in one forward pass.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import llguidance
+import torch
+
+from backtrack.errors import TargetError
+from local_target.sampling import Sampling, choose
+
+if TYPE_CHECKING:
+    from backtrack.grammar import Grammar
+    from local_target.target import LocalTarget
+
+TokenFlag = Literal["healed", "forced", "sampled", "masked"]
+Until = Literal["terminal", "complete"] | int
+StopReason = Literal["eos", "grammar_end", "terminal", "max_tokens"]
+
+# A correction stops at the end of a lexeme ("terminal") once a token ends in one of these or in
+# whitespace: the drafter is better placed to write the next word.
+_LEXEME_ENDS = frozenset(b",:;()[]{}\"'`=<>+-*/%|&!?.")
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+@dataclass(frozen=True)
+class Correction:
+    """What the target wrote after the committed text.
+
+    `text` is new text only (healing may re-choose the last committed token, but the text it
+    covered stays as it was). `flags[i]` says how `tokens[i]` was chosen. `complete` is True only
+    when the committed text plus `text` is a full sentence of the grammar.
+    """
+
+    text: str
+    tokens: tuple[int, ...]
+    flags: tuple[TokenFlag, ...]
+    complete: bool
+    stop_reason: StopReason
+    healed_bytes: int
+    seconds: float
+    forward_seconds: float
+    mask_seconds: float
+    forward_passes: int
+    token_texts: tuple[str, ...] = field(default=())
+
+
+class TargetSession:
+    """The state of one request on a LocalTarget. Not shared between requests."""
+
+    def __init__(self, target: LocalTarget, prompt_ids: list[int], cache: Any, logits: Any):
+        self.target = target
+        self.prompt_len = len(prompt_ids)
+        self.ids: list[int] = list(prompt_ids)
+        self._cache = cache
+        self.logits: torch.Tensor = logits
+        self._grammar: Grammar | None = None
+        self._matcher: llguidance.LLMatcher | None = None
+        self._matched: list[int] = []
+        self.forward_passes = 0
+        self.forward_seconds = 0.0
+
+    # -- the token sequence ---------------------------------------------------------------------
+
+    def move_to(self, ids: list[int]) -> None:
+        """Make the sequence `ids` (which must start with the prompt): crop to the common prefix,
+        feed the rest. At least the last token is always fed, to get its logits."""
+        if ids == self.ids:
+            return
+        if ids[: self.prompt_len] != self.ids[: self.prompt_len]:
+            raise TargetError("a session's prompt cannot change; start a new session")
+        keep = min(_common_prefix(self.ids, ids), len(ids) - 1)
+        have = self._cache.get_seq_length()
+        if keep < have:
+            if not self._cache.is_croppable:
+                keep = 0
+                self._cache = self.target.new_cache()
+            else:
+                self._cache.crop(keep - have)
+        self.ids = self.ids[:keep]
+        self.feed(ids[keep:])
+
+    def feed(self, new: list[int]) -> None:
+        """Append `new` tokens in one forward pass."""
+        if not new:
+            return
+        start = time.perf_counter()
+        self.logits = self.target.forward(new, self._cache)
+        self.forward_seconds += time.perf_counter() - start
+        self.forward_passes += 1
+        self.ids.extend(new)
+
+    def fork(self) -> TargetSession:
+        """An independent copy (its own cache and matcher)."""
+        other = copy.copy(self)
+        other.ids = list(self.ids)
+        other._cache = copy.deepcopy(self._cache)
+        other._matcher = self._matcher.deep_copy() if self._matcher is not None else None
+        other._matched = list(self._matched)
+        return other
+
+    # -- the matcher ----------------------------------------------------------------------------
+
+    def _matcher_at(self, grammar: Grammar, text_ids: list[int]) -> llguidance.LLMatcher:
+        if self._grammar is not grammar or self._matcher is None:
+            self._grammar = grammar
+            self._matcher = grammar.matcher(self.target.vocab.ll)
+            self._matched = []
+        keep = _common_prefix(self._matched, text_ids)
+        if keep < len(self._matched):
+            self._matcher.rollback(len(self._matched) - keep)
+        if not self._matcher.consume_tokens(text_ids[keep:]):
+            error = self._matcher.get_error().split("\n", 1)[0]
+            self._matcher = None
+            raise TargetError(f"the committed text does not match the grammar: {error}")
+        self._matched = list(text_ids)
+        return self._matcher
+
+    # -- writing ----------------------------------------------------------------------------------
+
+    def correct(
+        self,
+        text: str,
+        grammar: Grammar,
+        *,
+        max_tokens: int = 32,
+        until: Until = "terminal",
+        sampling: Sampling | None = None,
+        heal: bool = True,
+    ) -> Correction:
+        """Write a grammar-valid continuation of `text` (which must be a valid prefix)."""
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        sampling = sampling or Sampling()
+        generator = sampling.generator()
+        start = time.perf_counter()
+        forward0, passes0 = self.forward_seconds, self.forward_passes
+        vocab = self.target.vocab
+
+        text_ids = vocab.encode(text)
+        backed_off = text_ids[-1:] if heal and text_ids else []
+        base = text_ids[: len(text_ids) - len(backed_off)]
+        pending = vocab.decode(backed_off)
+        matcher = self._matcher_at(grammar, base)
+        self.move_to(self.ids[: self.prompt_len] + base)
+
+        tokens: list[int] = []
+        flags: list[TokenFlag] = []
+        new = bytearray()
+        mask_seconds = 0.0
+        stop: StopReason = "max_tokens"
+        limit = until if isinstance(until, int) else max_tokens
+
+        def accept(token: int, flag: TokenFlag) -> None:
+            nonlocal pending
+            piece = vocab.token_bytes[token]
+            if pending:
+                flag = "healed"
+                if piece.startswith(pending):
+                    new.extend(piece[len(pending) :])
+                    pending = b""
+                else:
+                    pending = pending[len(piece) :]
+            else:
+                new.extend(piece)
+            tokens.append(token)
+            flags.append(flag)
+
+        while True:
+            unfinished_char = _incomplete_utf8(new)
+            if len(tokens) >= min(limit, max_tokens) and not pending and not unfinished_char:
+                break
+            if matcher.is_stopped():
+                stop = "grammar_end"
+                break
+            if not pending:
+                forced = matcher.compute_ff_tokens()
+                if forced:
+                    forced = forced[: max(1, max_tokens - len(tokens))]
+                    matcher.consume_tokens(forced)
+                    for token in forced:
+                        accept(token, "forced")
+                    self.feed(forced)
+                    if _ends_lexeme(new, until) and not _incomplete_utf8(new):
+                        stop = "terminal"
+                        break
+                    continue
+            mask_start = time.perf_counter()
+            token, masked = choose(
+                self.logits[0, -1],
+                lambda t: _allowed(vocab.token_bytes[t], pending, t == vocab.eos)
+                and matcher.validate_tokens([t]) == 1,
+                lambda: _full_mask(vocab, matcher, pending),
+                sampling,
+                generator,
+            )
+            mask_seconds += time.perf_counter() - mask_start
+            if token == vocab.eos:
+                stop = "eos"
+                break
+            if not matcher.consume_token(token):
+                raise TargetError(f"the grammar refused token {token} it had allowed")
+            accept(token, "masked" if masked else "sampled")
+            self.feed([token])
+            if not pending and _ends_lexeme(new, until) and not _incomplete_utf8(new):
+                stop = "terminal"
+                break
+
+        self._matched = base + tokens
+        return Correction(
+            text=bytes(new).decode("utf-8"),
+            tokens=tuple(tokens),
+            flags=tuple(flags),
+            complete=bool(matcher.is_accepting()),
+            stop_reason=stop,
+            healed_bytes=len(vocab.decode(backed_off)),
+            seconds=time.perf_counter() - start,
+            forward_seconds=self.forward_seconds - forward0,
+            mask_seconds=mask_seconds,
+            forward_passes=self.forward_passes - passes0,
+            token_texts=tuple(vocab.token_bytes[t].decode("utf-8", "replace") for t in tokens),
+        )
+
+
+def _allowed(piece: bytes, pending: bytes, is_eos: bool) -> bool:
+    """Token healing: while `pending` bytes are owed, a token must cover them or be a prefix."""
+    if not pending:
+        return True
+    if is_eos or not piece:
+        return False
+    return piece.startswith(pending) or pending.startswith(piece)
+
+
+def _full_mask(vocab: Any, matcher: llguidance.LLMatcher, pending: bytes) -> torch.Tensor:
+    mask: torch.Tensor = vocab.grammar_mask(matcher)
+    if pending:
+        mask &= vocab.healing_mask(pending)
+    return mask
+
+
+def _incomplete_utf8(data: bytearray) -> bool:
+    """`data` ends inside a multi-byte character."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 != 0x80:  # a lead byte (or ASCII): how many bytes does it need?
+            need = 1 if byte < 0x80 else 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            return need > back
+    return False
+
+
+def _ends_lexeme(new: bytearray, until: Until) -> bool:
+    if until != "terminal" or not new:
+        return False
+    last = new[-1]
+    return last in _LEXEME_ENDS or chr(last).isspace()

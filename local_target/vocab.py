@@ -1,0 +1,62 @@
+"""The model's vocabulary as llguidance and token healing see it.
+
+Built once per tokenizer (about half a second for 50k tokens). The model's embedding may have more
+rows than the tokenizer has tokens: masks are sized to the model (`n_logits`); rows past the
+tokenizer are never allowed.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+import llguidance
+import llguidance.hf
+import numpy as np
+import torch
+
+from backtrack.errors import TargetError
+
+
+class Vocabulary:
+    """Token bytes, EOS ids, and masks over `n_logits` entries for one tokenizer."""
+
+    def __init__(self, tokenizer: Any, n_logits: int) -> None:
+        if not getattr(tokenizer, "is_fast", False):
+            raise TargetError("LocalTarget needs a fast (Rust) tokenizer; load it with use_fast")
+        n_tokens = max(len(tokenizer), n_logits)
+        self.ll: llguidance.LLTokenizer = llguidance.hf.from_tokenizer(tokenizer, n_vocab=n_tokens)
+        self.n_logits = n_logits
+        self.eos = int(self.ll.eos_token)
+        self.token_bytes: list[bytes] = [self.ll.decode_bytes([i]) for i in range(n_logits)]
+        self.special = {i for i in range(n_logits) if self.ll.is_special_token(i)}
+        # Sorted (bytes, id) of ordinary tokens: those starting with some bytes form one range.
+        self._sorted = sorted(
+            (b, i) for i, b in enumerate(self.token_bytes) if b and i not in self.special
+        )
+        self._keys = [b for b, _ in self._sorted]
+        self._by_bytes = {b: i for b, i in reversed(self._sorted)}
+
+    def encode(self, text: str) -> list[int]:
+        """The canonical tokenization of `text` (no special tokens); decodes back to `text`."""
+        ids: list[int] = self.ll.tokenize_str(text)
+        return ids
+
+    def decode(self, ids: list[int]) -> bytes:
+        return b"".join(self.token_bytes[i] for i in ids)
+
+    def healing_mask(self, pending: bytes) -> torch.Tensor:
+        """Tokens whose bytes start with `pending`, or are a non-empty prefix of it."""
+        mask = torch.zeros(self.n_logits, dtype=torch.bool)
+        lo = bisect.bisect_left(self._keys, pending)
+        hi = bisect.bisect_left(self._keys, pending + b"\xff" * 8)
+        ids = [i for _, i in self._sorted[lo:hi]]
+        ids += [t for k in range(1, len(pending)) if (t := self._by_bytes.get(pending[:k])) is not None]
+        mask[ids] = True
+        return mask
+
+    def grammar_mask(self, matcher: llguidance.LLMatcher) -> torch.Tensor:
+        """The tokens `matcher` allows next, as a bool tensor over `n_logits`."""
+        bits = np.frombuffer(matcher.compute_bitmask(), dtype=np.uint8)
+        allowed = np.unpackbits(bits, bitorder="little")[: self.n_logits]
+        return torch.from_numpy(allowed.astype(bool))
