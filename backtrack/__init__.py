@@ -6,15 +6,23 @@ cannot continue; a small local model writes the correction; the API carries on.
 
 from backtrack.errors import BacktrackError, GrammarError, ProviderError, TargetError, TextError
 from backtrack.grammar import Grammar
+from backtrack.guide import aguide, guide
 from backtrack.prefix import Checker, PrefixCheck
+from backtrack.trace import GuideResult, Round, Span, Trace
 
 __all__ = [
     "BacktrackError",
     "Checker",
     "Grammar",
     "GrammarError",
+    "GuideResult",
     "PrefixCheck",
     "ProviderError",
     "TargetError",
+    "Round",
+    "Span",
     "TextError",
+    "Trace",
+    "aguide",
+    "guide",
 ]

@@ -86,7 +86,10 @@ class TextError(BacktrackError, ValueError):
 
 
 class ProviderError(BacktrackError):
-    """The drafter failed. `partial` is the GuideResult of the work committed before the failure."""
+    """The drafter failed. `partial` is the GuideResult of the work committed before the failure.
+
+    `retry_after` is the wait in seconds the provider asked for (Retry-After), None when it did not.
+    """
 
     def __init__(
         self,
@@ -96,12 +99,14 @@ class ProviderError(BacktrackError):
         status: int | None = None,
         request_id: str | None = None,
         partial: Any = None,
+        retry_after: float | None = None,
     ) -> None:
         self.message = message
         self.retryable = retryable
         self.status = status
         self.request_id = request_id
         self.partial = partial
+        self.retry_after = retry_after
         extra = [f"status {status}"] if status is not None else []
         if request_id:
             extra.append(f"request id {request_id}")

@@ -194,6 +194,11 @@ class Checker:
         """The accepted text is a full sentence of the grammar."""
         return bool(self._matcher.is_accepting())
 
+    @property
+    def stopped(self) -> bool:
+        """No byte can follow: the grammar is finished (or the text was cut)."""
+        return bool(self._matcher.is_stopped())
+
     def feed(self, chunk: str) -> int:
         """Append as much of `chunk` as keeps the text a valid prefix; return how many characters
         of it were taken. Fewer than `len(chunk)` means the next character cannot follow."""

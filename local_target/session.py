@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -60,7 +61,9 @@ class Correction:
     forward_seconds: float
     mask_seconds: float
     forward_passes: int
-    token_texts: tuple[str, ...] = field(default=())
+    runs: tuple[tuple[TokenFlag, str], ...] = field(default=())
+    """`text` split by how its tokens were chosen: consecutive tokens with the same flag form one
+    run; a run boundary never splits a character."""
 
 
 class TargetSession:
@@ -136,6 +139,26 @@ class TargetSession:
 
     # -- writing ----------------------------------------------------------------------------------
 
+    def generate(
+        self, text: str, *, max_tokens: int, sampling: Sampling | None = None
+    ) -> Iterator[str]:
+        """Unconstrained continuation of `text`, streamed as text chunks (whole characters).
+        Ends at a special token (EOS, end of turn) or after `max_tokens` tokens."""
+        sampling = sampling or Sampling()
+        generator = sampling.generator()
+        vocab = self.target.vocab
+        self.move_to(self.ids[: self.prompt_len] + vocab.encode(text))
+        pending = bytearray()
+        for _ in range(max_tokens):
+            token, _masked = choose(self.logits[0, -1], _any, _no_mask, sampling, generator)
+            if token in vocab.special or token == vocab.eos:
+                return
+            self.feed([token])
+            pending.extend(vocab.token_bytes[token])
+            if not _incomplete_utf8(pending):
+                yield pending.decode("utf-8", "replace")
+                pending.clear()
+
     def correct(
         self,
         text: str,
@@ -165,6 +188,7 @@ class TargetSession:
         tokens: list[int] = []
         flags: list[TokenFlag] = []
         new = bytearray()
+        pieces: list[bytes] = []  # the new bytes each token added
         mask_seconds = 0.0
         stop: StopReason = "max_tokens"
         limit = until if isinstance(until, int) else max_tokens
@@ -175,12 +199,11 @@ class TargetSession:
             if pending:
                 flag = "healed"
                 if piece.startswith(pending):
-                    new.extend(piece[len(pending) :])
-                    pending = b""
+                    piece, pending = piece[len(pending) :], b""
                 else:
-                    pending = pending[len(piece) :]
-            else:
-                new.extend(piece)
+                    piece, pending = b"", pending[len(piece) :]
+            new.extend(piece)
+            pieces.append(piece)
             tokens.append(token)
             flags.append(flag)
 
@@ -236,8 +259,26 @@ class TargetSession:
             forward_seconds=self.forward_seconds - forward0,
             mask_seconds=mask_seconds,
             forward_passes=self.forward_passes - passes0,
-            token_texts=tuple(vocab.token_bytes[t].decode("utf-8", "replace") for t in tokens),
+            runs=_runs(flags, pieces),
         )
+
+
+def _runs(flags: list[TokenFlag], pieces: list[bytes]) -> tuple[tuple[TokenFlag, str], ...]:
+    runs: list[tuple[TokenFlag, bytearray]] = []
+    for flag, piece in zip(flags, pieces, strict=True):
+        if runs and (runs[-1][0] == flag or _incomplete_utf8(runs[-1][1])):
+            runs[-1][1].extend(piece)
+        else:
+            runs.append((flag, bytearray(piece)))
+    return tuple((flag, data.decode("utf-8")) for flag, data in runs if data)
+
+
+def _any(_token: int) -> bool:
+    return True
+
+
+def _no_mask() -> torch.Tensor:
+    raise AssertionError("unconstrained generation never asks for a mask")
 
 
 def _allowed(piece: bytes, pending: bytes, is_eos: bool) -> bool:

@@ -1,0 +1,185 @@
+"""guide() and aguide(): thin sync and async shells around GuideLoop (backtrack/loop.py).
+
+Each draft round runs under the retry policy (providers/retry.py) as a whole: a stream that drops
+midway resumes from the text committed so far. An error that ends the run carries the partial
+GuideResult (`exc.partial`): committed text is never lost or repeated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+from backtrack.errors import ProviderError
+from backtrack.grammar import Grammar
+from backtrack.loop import GuideLoop, Settings
+from backtrack.trace import GuideResult
+from local_target import LocalTarget, Sampling, TargetSession
+from providers import as_drafter
+from providers.base import Prompt
+from providers.retry import DEFAULT_MAX_ATTEMPTS, async_retrying, retrying
+
+_default_target: LocalTarget | None = None
+_default_lock = threading.Lock()
+
+
+def default_target() -> LocalTarget:
+    """The shared LocalTarget.default(), loaded on first use."""
+    global _default_target
+    with _default_lock:
+        if _default_target is None:
+            _default_target = LocalTarget.default()
+        return _default_target
+
+
+def _setup(
+    generate_fn: Any, grammar: Any, prompt: Prompt, settings: dict[str, Any]
+) -> tuple[Any, GuideLoop]:
+    return as_drafter(generate_fn), GuideLoop(Grammar.coerce(grammar), prompt, Settings(**settings))
+
+
+def _fail(loop: GuideLoop, exc: BaseException, retries: int) -> ProviderError:
+    """Record the failure; the error to raise, carrying the partial result."""
+    loop.draft_failed(exc, retries=retries)
+    if not isinstance(exc, ProviderError):
+        exc = ProviderError(f"the drafter failed: {type(exc).__name__}: {exc}")
+    exc.partial = loop.result()
+    return exc
+
+
+def guide(
+    generate_fn: Any,
+    grammar: Any,
+    *,
+    prompt: Prompt = "",
+    target: LocalTarget | None = None,
+    max_corrections: int = 8,
+    max_draft_tokens: int = 512,
+    temperature: float = 0.0,
+    seed: int | None = None,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    **settings: Any,
+) -> GuideResult:
+    """Let `generate_fn` write, keep its output inside `grammar`, correct it locally.
+
+    `generate_fn`: a callable `(prompt, prefix) -> str` (or `(text) -> str`, or a generator of
+    chunks), or a Drafter from `providers`. `grammar`: a Grammar, a shipped name, Lark text, a
+    JSON schema or a guidance grammar. `target`: the local model (default: SmolLM2-135M).
+    Further keyword arguments set budgets (see `backtrack.loop.Settings`).
+    """
+    drafter, loop = _setup(
+        generate_fn,
+        grammar,
+        prompt,
+        dict(settings, max_corrections=max_corrections, max_draft_tokens=max_draft_tokens),
+    )
+    sampling = Sampling(temperature, 1.0, seed)
+    session: TargetSession | None = None
+    while (step := loop.step()) != "done":
+        if step == "draft":
+            _draft_round(loop, drafter, max_attempts)
+            continue
+        text, until, max_tokens = loop.target_call()
+        if loop.step() == "done":
+            break
+        session = session or (target or default_target()).session(prompt)
+        loop.apply_correction(
+            session.correct(text, loop.grammar, max_tokens=max_tokens, until=until, sampling=sampling)
+        )
+    return loop.result()
+
+
+def _draft_round(loop: GuideLoop, drafter: Any, max_attempts: int) -> None:
+    retries = 0
+
+    def count(n: int, _exc: BaseException) -> None:
+        nonlocal retries
+        retries = n
+
+    try:
+        for attempt in retrying(max_attempts=max_attempts, on_retry=count):
+            with attempt:
+                stream = drafter.draft(loop.draft_request())
+                try:
+                    for chunk in stream:
+                        if not loop.on_chunk(chunk):
+                            break
+                finally:
+                    stream.close()
+    except Exception as exc:
+        raise _fail(loop, exc, retries) from exc
+    loop.end_draft(
+        finish_reason=stream.finish_reason,
+        input_tokens=stream.usage.input_tokens,
+        output_tokens=stream.usage.output_tokens,
+        request_id=stream.request_id,
+        retries=retries,
+    )
+
+
+async def aguide(
+    generate_fn: Any,
+    grammar: Any,
+    *,
+    prompt: Prompt = "",
+    target: LocalTarget | None = None,
+    max_corrections: int = 8,
+    max_draft_tokens: int = 512,
+    temperature: float = 0.0,
+    seed: int | None = None,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    **settings: Any,
+) -> GuideResult:
+    """The async twin of guide(): drafts stream with `await`; corrections run in a thread."""
+    drafter, loop = _setup(
+        generate_fn,
+        grammar,
+        prompt,
+        dict(settings, max_corrections=max_corrections, max_draft_tokens=max_draft_tokens),
+    )
+    sampling = Sampling(temperature, 1.0, seed)
+    session: TargetSession | None = None
+    while (step := loop.step()) != "done":
+        if step == "draft":
+            await _adraft_round(loop, drafter, max_attempts)
+            continue
+        text, until, max_tokens = loop.target_call()
+        if loop.step() == "done":
+            break
+        if session is None:
+            local = target or await asyncio.to_thread(default_target)
+            session = await asyncio.to_thread(local.session, prompt)
+        correction = await asyncio.to_thread(
+            session.correct, text, loop.grammar, max_tokens=max_tokens, until=until, sampling=sampling
+        )
+        loop.apply_correction(correction)
+    return loop.result()
+
+
+async def _adraft_round(loop: GuideLoop, drafter: Any, max_attempts: int) -> None:
+    retries = 0
+
+    def count(n: int, _exc: BaseException) -> None:
+        nonlocal retries
+        retries = n
+
+    try:
+        async for attempt in async_retrying(max_attempts=max_attempts, on_retry=count):
+            with attempt:
+                stream = await drafter.adraft(loop.draft_request())
+                try:
+                    async for chunk in stream:
+                        if not loop.on_chunk(chunk):
+                            break
+                finally:
+                    await stream.aclose()
+    except Exception as exc:
+        raise _fail(loop, exc, retries) from exc
+    loop.end_draft(
+        finish_reason=stream.finish_reason,
+        input_tokens=stream.usage.input_tokens,
+        output_tokens=stream.usage.output_tokens,
+        request_id=stream.request_id,
+        retries=retries,
+    )

@@ -1,0 +1,321 @@
+"""The decisions of guide(), with no I/O: `guide` and `aguide` are thin shells around GuideLoop.
+
+A shell asks `step()` what to do next, and reports back:
+  "draft"    -> `draft_request()`; feed each chunk to `on_chunk()` (False: close the stream);
+                then `end_draft(...)`, or `draft_failed(...)` when the provider raised.
+  "correct"  -> `target_call()` gives (committed text, until, max_tokens) for the local target;
+                hand its Correction to `apply_correction()`.
+  "done"     -> `result()`.
+
+Invariant: `checker.text` is the committed output, and it is always a valid prefix of the grammar.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from backtrack.errors import TargetError
+from backtrack.trace import GuideResult, Origin, Round, RoundEnd, Span, StopReason, Trace
+from providers.base import DraftRequest, Prompt
+
+if TYPE_CHECKING:
+    from backtrack.grammar import Grammar
+    from local_target.session import Correction, Until
+
+Step = Literal["draft", "correct", "done"]
+
+_TOKEN_ORIGIN: dict[str, Origin] = {
+    "healed": "healed",
+    "forced": "forced",
+    "sampled": "correction",
+    "masked": "correction",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Budgets and policies of one guide() run."""
+
+    max_corrections: int = 8
+    max_draft_tokens: int = 512
+    max_rounds: int = 32
+    correction_tokens: int = 16
+    completion_tokens: int = 512
+    complete_on_budget: bool = True
+    # A rejected remainder that still fits after a correction is kept when it completes the text
+    # or is at least this long (shorter pieces may have meant something else in their place).
+    min_reuse_chars: int = 12
+    # Before anything is committed, read up to this much of a draft to skip a preamble
+    # ("Here is the JSON: ```json") and start where the answer starts.
+    max_preamble_chars: int = 2000
+
+    def __post_init__(self) -> None:
+        for name in ("max_draft_tokens", "max_rounds", "correction_tokens", "completion_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.max_corrections < 0:
+            raise ValueError(f"max_corrections must be >= 0, got {self.max_corrections}")
+
+
+@dataclass
+class _Draft:
+    """What the current draft round has seen."""
+
+    started: float
+    accepted: int = 0
+    received: list[str] = field(default_factory=list)  # everything, while seeking a start
+    rest: list[str] = field(default_factory=list)  # rejected text after the cut
+    cut: bool = False
+    seeking: bool = False
+
+
+class GuideLoop:
+    def __init__(self, grammar: Grammar, prompt: Prompt, settings: Settings) -> None:
+        self.grammar = grammar
+        self.prompt = prompt
+        self.settings = settings
+        self.checker = grammar.checker()
+        self.spans: list[Span] = []
+        self.rounds: list[Round] = []
+        self.stop_reason: StopReason | None = None
+        self._next: Step = "draft"
+        self._completing = False
+        self._draft: _Draft | None = None
+        self._rest = ""  # the last cut draft's remainder, offered for reuse after a correction
+        self._started = time.perf_counter()
+
+    @property
+    def text(self) -> str:
+        return self.checker.text
+
+    def _span(self, text: str, origin: Origin) -> None:
+        if text:
+            self.spans.append(Span(text, origin, len(self.rounds)))
+
+    def step(self) -> Step:
+        if self.stop_reason is not None:
+            return "done"
+        if self._next == "draft" and len(self.rounds) >= self.settings.max_rounds:
+            self._next = "correct"
+        return self._next
+
+    # -- drafts ---------------------------------------------------------------------------------
+
+    def draft_request(self) -> DraftRequest:
+        self._draft = _Draft(started=time.perf_counter(), seeking=not self.text)
+        return DraftRequest(self.prompt, self.text, self.settings.max_draft_tokens)
+
+    def on_chunk(self, chunk: str) -> bool:
+        """Take a streamed chunk; False means: close the stream now."""
+        draft = self._draft
+        if draft is None:
+            raise RuntimeError("on_chunk() outside a draft round")
+        if draft.seeking:
+            draft.received.append(chunk)
+            return self._seek_start(final=False)
+        if draft.cut:
+            draft.rest.append(chunk)
+            return False
+        taken = self.checker.feed(chunk)
+        self._span(chunk[:taken], "draft")
+        draft.accepted += taken
+        if taken < len(chunk):
+            draft.cut = True
+            draft.rest.append(chunk[taken:])
+            return False
+        return True
+
+    def _seek_start(self, *, final: bool) -> bool:
+        """Before anything is committed: find where the answer starts in what was received.
+        Returns whether to keep reading."""
+        draft = self._draft
+        if draft is None:
+            raise RuntimeError("no draft round in progress")
+        received = "".join(draft.received)
+        start = _answer_start(self.grammar, received, final=final)
+        if start is None:
+            if len(received) < self.settings.max_preamble_chars and not final:
+                return True
+            start = 0  # no answer found: treat the draft as an ordinary (cut) draft
+        draft.seeking = False
+        draft.received.clear()
+        self._span(received[:start], "dropped")
+        return self.on_chunk(received[start:]) if received[start:] else True
+
+    def end_draft(
+        self,
+        *,
+        finish_reason: str,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        request_id: str | None = None,
+        retries: int = 0,
+    ) -> None:
+        draft = self._draft
+        if draft is None:
+            raise RuntimeError("end_draft() outside a draft round")
+        if draft.seeking:
+            self._seek_start(final=True)
+        rest = "".join(draft.rest)
+        cut_at = self.checker.chars if draft.cut else None
+        expected = self.checker.expected() if draft.cut else ()
+        ended: RoundEnd = "cut" if draft.cut else "drafter_ended"
+        if draft.cut and self.checker.complete and self._is_trailing(rest):
+            ended = "trailing"
+            self._span(rest, "dropped")
+            self.stop_reason = "trailing_dropped"
+        elif draft.cut:
+            self._span(rest, "rejected")
+            self._rest = rest
+            self._next = "correct"
+        elif self.checker.complete:
+            self.stop_reason = "complete"
+        elif draft.accepted and finish_reason == "length":
+            self._next = "draft"  # cut short by its token budget: let it go on
+        else:
+            self._next = "correct"
+        self.rounds.append(
+            Round(
+                index=len(self.rounds),
+                kind="draft",
+                ended=ended,
+                seconds=time.perf_counter() - draft.started,
+                accepted_chars=draft.accepted,
+                rejected_chars=len(rest),
+                cut_at=cut_at,
+                expected=expected,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                retries=retries,
+                closed_early=draft.cut and finish_reason == "closed",
+                request_id=request_id,
+            )
+        )
+        self._draft = None
+
+    def draft_failed(self, error: BaseException, *, retries: int) -> None:
+        """The provider failed for good; what was committed stays, the run ends."""
+        draft = self._draft
+        started = draft.started if draft else time.perf_counter()
+        if draft is not None and draft.seeking:
+            self._span("".join(draft.received), "dropped")
+        self.rounds.append(
+            Round(
+                index=len(self.rounds),
+                kind="draft",
+                ended="error",
+                seconds=time.perf_counter() - started,
+                accepted_chars=draft.accepted if draft else 0,
+                retries=retries,
+                error=str(error),
+            )
+        )
+        self._draft = None
+        self.stop_reason = "error"
+
+    def _is_trailing(self, rest: str) -> bool:
+        """At a complete point, is the rejected rest commentary rather than a slip? It is when the
+        grammar cannot go on at all, or the rest starts a new line or a code fence."""
+        if self.checker.stopped or not rest.strip():
+            return True
+        text = self.text
+        tail = text[len(text.rstrip()) :]
+        return "\n" in tail or rest.lstrip(" \t").startswith(("\n", "\r", "```"))
+
+    # -- corrections ----------------------------------------------------------------------------
+
+    def target_call(self) -> tuple[str, Until, int]:
+        """(committed text, until, max_tokens) for the target's next correction."""
+        corrections = sum(1 for r in self.rounds if r.kind != "draft")
+        self._completing = corrections >= self.settings.max_corrections or (
+            len(self.rounds) >= self.settings.max_rounds
+        )
+        if self._completing and not self.settings.complete_on_budget:
+            self.stop_reason = "max_corrections"
+            return self.text, "complete", 1
+        if self._completing:
+            return self.text, "complete", self.settings.completion_tokens
+        return self.text, "terminal", self.settings.correction_tokens
+
+    def apply_correction(self, correction: Correction) -> None:
+        start_chars = self.checker.chars
+        self.checker.rollback(start_chars)  # clears the draft's cut; nothing is removed
+        taken = self.checker.feed(correction.text)
+        if taken != len(correction.text):
+            raise TargetError(
+                f"the target wrote text the grammar refuses at character {start_chars + taken}"
+            )
+        for flag, piece in correction.runs:
+            self._span(piece, _TOKEN_ORIGIN[flag])
+        reused = self._reuse_rest()
+        kind = "completion" if self._completing else "correction"
+        self.rounds.append(
+            Round(
+                index=len(self.rounds),
+                kind=kind,
+                ended="target_stopped",
+                seconds=correction.seconds,
+                accepted_chars=len(reused),
+                local_tokens=len(correction.tokens),
+                target_stop=correction.stop_reason,
+            )
+        )
+        if self._completing:
+            self.stop_reason = "target_completed" if self.checker.complete else "incomplete"
+        elif self.checker.complete and self.checker.stopped:
+            self.stop_reason = "complete"
+        else:
+            self._next = "draft"
+
+    def _reuse_rest(self) -> str:
+        rest, self._rest = self._rest, ""
+        if not rest:
+            return ""
+        before = self.checker.chars
+        taken = self.checker.feed(rest)
+        long_enough = len(rest) >= self.settings.min_reuse_chars
+        if taken == len(rest) and (self.checker.complete or long_enough):
+            self.spans.append(Span(rest, "reused", len(self.rounds)))
+            return rest
+        self.checker.rollback(before)
+        return ""
+
+    # -- the end --------------------------------------------------------------------------------
+
+    def result(self) -> GuideResult:
+        text = self.text
+        complete = self.checker.complete
+        return GuideResult(
+            text=text,
+            valid=complete,
+            complete=complete,
+            stop_reason=self.stop_reason or "error",
+            trace=Trace(_prompt_text(self.prompt), tuple(self.spans), tuple(self.rounds)),
+            seconds=time.perf_counter() - self._started,
+            grammar=self.grammar,
+        )
+
+
+def _prompt_text(prompt: Prompt) -> str:
+    if isinstance(prompt, str):
+        return prompt
+    return "\n".join(f"{m.get('role', '')}: {m.get('content', '')}" for m in prompt)
+
+
+def _answer_start(grammar: Grammar, received: str, *, final: bool) -> int | None:
+    """The first offset where `received` continues as the grammar for a while: to its end, or for
+    at least 8 characters. A code fence's content is tried first."""
+    fence = received.find("```")
+    candidates: list[int] = []
+    if fence >= 0:
+        newline = received.find("\n", fence)
+        if newline >= 0:
+            candidates.append(newline + 1)
+    candidates += range(len(received))
+    for start in candidates:
+        check = grammar.check(received[start:])
+        if check.chars >= 8 or (check.valid and check.chars and (final or start == 0)):
+            return start
+    return None

@@ -1,0 +1,146 @@
+"""The record of a guided generation: every span of text with its origin, every round.
+
+GuideResult's counts and the HTML view are derived from the trace alone, never kept beside it.
+The output text is the concatenation of the spans whose origin is in OUTPUT_ORIGINS.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from backtrack.grammar import Grammar
+    from providers.base import Usage
+
+Origin = Literal["draft", "reused", "rejected", "correction", "healed", "forced", "dropped"]
+OUTPUT_ORIGINS: frozenset[str] = frozenset({"draft", "reused", "correction", "healed", "forced"})
+TARGET_ORIGINS: frozenset[str] = frozenset({"correction", "healed", "forced"})
+
+RoundKind = Literal["draft", "correction", "completion"]
+RoundEnd = Literal[
+    "cut",  # the draft hit a byte the grammar cannot take
+    "drafter_ended",  # the drafter finished on its own
+    "trailing",  # the rest of a complete answer was prose or a fence: dropped
+    "error",  # the provider failed (see `error`)
+    "target_stopped",  # a correction round ended (see the target's stop reason)
+]
+StopReason = Literal[
+    "complete",  # complete under the grammar and the drafter ended
+    "trailing_dropped",  # complete; what the drafter wrote after it was dropped
+    "target_completed",  # the correction budget ran out; the target finished the text
+    "max_corrections",  # the budget ran out and the caller opted out of completion
+    "incomplete",  # the target could not finish within its token budget
+    "error",  # a provider error ended the run (the partial result rides on the error)
+]
+
+
+@dataclass(frozen=True)
+class Span:
+    """A piece of text, where it came from, and the round that produced it."""
+
+    text: str
+    origin: Origin
+    round: int
+
+
+@dataclass(frozen=True)
+class Round:
+    """One round: a draft from the API, or a correction / completion by the local target."""
+
+    index: int
+    kind: RoundKind
+    ended: RoundEnd
+    seconds: float
+    accepted_chars: int = 0
+    rejected_chars: int = 0
+    cut_at: int | None = None  # character offset in the output where the draft was cut
+    expected: tuple[str, ...] = ()  # what the grammar wanted at the cut
+    input_tokens: int = 0
+    output_tokens: int = 0
+    retries: int = 0
+    closed_early: bool = False  # the stream was closed at the cut (no more tokens paid for)
+    local_tokens: int = 0
+    target_stop: str | None = None
+    error: str | None = None
+    request_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Trace:
+    prompt: str
+    spans: tuple[Span, ...]
+    rounds: tuple[Round, ...]
+
+
+@dataclass(frozen=True)
+class GuideResult:
+    """The outcome of guide(): `text`, whether it is `valid` (parses), and the full `trace`."""
+
+    text: str
+    valid: bool
+    complete: bool
+    stop_reason: StopReason
+    trace: Trace
+    seconds: float
+    grammar: Grammar | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def rounds(self) -> int:
+        return len(self.trace.rounds)
+
+    @property
+    def api_calls(self) -> int:
+        return sum(1 + r.retries for r in self.trace.rounds if r.kind == "draft")
+
+    @property
+    def corrections(self) -> int:
+        return sum(1 for r in self.trace.rounds if r.kind != "draft")
+
+    @property
+    def accepted_chars(self) -> int:
+        return sum(len(s.text) for s in self.trace.spans if s.origin in ("draft", "reused"))
+
+    @property
+    def rejected_chars(self) -> int:
+        return sum(len(s.text) for s in self.trace.spans if s.origin in ("rejected", "dropped"))
+
+    @property
+    def local_tokens(self) -> int:
+        return sum(r.local_tokens for r in self.trace.rounds)
+
+    @property
+    def reused_chars(self) -> int:
+        return sum(len(s.text) for s in self.trace.spans if s.origin == "reused")
+
+    @property
+    def usage(self) -> Usage:
+        """API token usage summed over rounds, as the provider reported it."""
+        from providers.base import Usage
+
+        return Usage(
+            sum(r.input_tokens for r in self.trace.rounds),
+            sum(r.output_tokens for r in self.trace.rounds),
+        )
+
+    @functools.cached_property
+    def tree(self) -> Any:
+        """The lark parse tree of `text` (Lark grammars only)."""
+        if self.grammar is None:
+            raise ValueError("this result carries no grammar")
+        return self.grammar.parse(self.text)
+
+    def to_html(self) -> str:
+        from backtrack.html import render
+
+        return render(self)
+
+    def save_html(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.write_text(self.to_html(), encoding="utf-8")
+        return path
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
