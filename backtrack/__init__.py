@@ -9,6 +9,7 @@ from backtrack.grammar import Grammar
 from backtrack.guide import aguide, guide
 from backtrack.prefix import Checker, PrefixCheck
 from backtrack.trace import GuideResult, Round, Span, Trace
+from backtrack.wrap import wrap
 
 __all__ = [
     "BacktrackError",
@@ -25,4 +26,5 @@ __all__ = [
     "Trace",
     "aguide",
     "guide",
+    "wrap",
 ]

@@ -28,12 +28,17 @@ _LLGUIDANCE_ONLY = re.compile(r"^\s*%llguidance\b.*$", re.MULTILINE)
 
 
 def _grammar_error(message: str, source: str | None) -> GrammarError:
-    first, _, _ = message.strip().partition("\n")
+    """GrammarError from an llguidance message. Positions are kept only when `source` is the text
+    they refer to (Lark text the user wrote); the reason on an `error: ` line is appended."""
+    first, _, rest = message.strip().partition("\n")
+    reason = next((ln.strip() for ln in rest.splitlines() if ln.strip().startswith("error: ")), "")
     found = _POSITION.match(first)
-    if found:
-        line, column, what = int(found[1]), int(found[2]), found[3]
-        return GrammarError(what, line=line, column=column, source=source)
-    return GrammarError(first or "invalid grammar", source=source)
+    what = found[3] if found else first or "invalid grammar"
+    if reason:
+        what = f"{what.rstrip(': ')}: {reason.removeprefix('error: ')}"
+    if found and source is not None:
+        return GrammarError(what, line=int(found[1]), column=int(found[2]), source=source)
+    return GrammarError(what)
 
 
 class Grammar:
@@ -127,7 +132,8 @@ class Grammar:
         to_ll = getattr(node, "ll_grammar", None)
         if to_ll is None:
             raise GrammarError(f"not a guidance grammar object: {type(node).__name__}")
-        return cls(to_ll(), kind="guidance", source=str(node))
+        ll_grammar = to_ll()
+        return cls(ll_grammar, kind="guidance", source=ll_grammar)
 
     @classmethod
     def coerce(cls, spec: Any) -> Grammar:

@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backtrack.errors import ProviderError
 from backtrack.grammar import Grammar
 from backtrack.loop import GuideLoop, Settings
 from backtrack.trace import GuideResult
-from local_target import LocalTarget, Sampling, TargetSession
 from providers import as_drafter
 from providers.base import Prompt
 from providers.retry import DEFAULT_MAX_ATTEMPTS, async_retrying, retrying
+
+if TYPE_CHECKING:
+    # local_target (and torch) load on first use: `import backtrack` stays light, and
+    # local_target, which raises backtrack's errors, can be imported first.
+    from local_target import LocalTarget, Sampling, TargetSession
 
 _default_target: LocalTarget | None = None
 _default_lock = threading.Lock()
@@ -29,14 +33,19 @@ def default_target() -> LocalTarget:
     global _default_target
     with _default_lock:
         if _default_target is None:
+            from local_target import LocalTarget
+
             _default_target = LocalTarget.default()
         return _default_target
 
 
 def _setup(
-    generate_fn: Any, grammar: Any, prompt: Prompt, settings: dict[str, Any]
-) -> tuple[Any, GuideLoop]:
-    return as_drafter(generate_fn), GuideLoop(Grammar.coerce(grammar), prompt, Settings(**settings))
+    generate_fn: Any, grammar: Any, prompt: Prompt, settings: dict[str, Any], sampling: tuple[Any, ...]
+) -> tuple[Any, GuideLoop, Sampling]:
+    from local_target import Sampling
+
+    loop = GuideLoop(Grammar.coerce(grammar), prompt, Settings(**settings))
+    return as_drafter(generate_fn), loop, Sampling(*sampling)
 
 
 def _fail(loop: GuideLoop, exc: BaseException, retries: int) -> ProviderError:
@@ -68,13 +77,13 @@ def guide(
     JSON schema or a guidance grammar. `target`: the local model (default: SmolLM2-135M).
     Further keyword arguments set budgets (see `backtrack.loop.Settings`).
     """
-    drafter, loop = _setup(
+    drafter, loop, sampling = _setup(
         generate_fn,
         grammar,
         prompt,
         dict(settings, max_corrections=max_corrections, max_draft_tokens=max_draft_tokens),
+        (temperature, 1.0, seed),
     )
-    sampling = Sampling(temperature, 1.0, seed)
     session: TargetSession | None = None
     while (step := loop.step()) != "done":
         if step == "draft":
@@ -132,13 +141,13 @@ async def aguide(
     **settings: Any,
 ) -> GuideResult:
     """The async twin of guide(): drafts stream with `await`; corrections run in a thread."""
-    drafter, loop = _setup(
+    drafter, loop, sampling = _setup(
         generate_fn,
         grammar,
         prompt,
         dict(settings, max_corrections=max_corrections, max_draft_tokens=max_draft_tokens),
+        (temperature, 1.0, seed),
     )
-    sampling = Sampling(temperature, 1.0, seed)
     session: TargetSession | None = None
     while (step := loop.step()) != "done":
         if step == "draft":

@@ -37,8 +37,18 @@ def byte_tokenizer() -> llguidance.LLTokenizer:
 
 
 def as_text(text: str | bytes) -> str:
-    """`text` as str; bytes must be UTF-8, else TextError at the first bad byte."""
+    """`text` as str; bytes must be UTF-8 and str free of lone surrogates, else TextError at the
+    first bad byte or character."""
     if isinstance(text, str):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise TextError(
+                "text holds a lone surrogate, which has no UTF-8 form",
+                text=text,
+                char_offset=exc.start,
+                byte_offset=len(text[: exc.start].encode("utf-8")),
+            ) from exc
         return text
     if not isinstance(text, bytes | bytearray):
         raise TypeError(f"text must be str or bytes, not {type(text).__name__}")
@@ -87,6 +97,34 @@ def _describe(byte_values: list[int], continuations: dict[int, bytes]) -> tuple[
     return tuple(items)
 
 
+def _non_ascii(matcher: llguidance.LLMatcher, leads: list[int], limit: int = 16) -> tuple[str, ...]:
+    """Whole characters that may start with the allowed lead bytes `leads` (at most `limit`)."""
+    found: list[str] = []
+
+    def walk(prefix: bytes) -> None:
+        if len(found) >= limit:
+            return
+        try:
+            found.append(repr(prefix.decode("utf-8")))
+            return
+        except UnicodeDecodeError:
+            if len(prefix) >= 4:
+                return
+        mask = matcher.compute_bitmask()
+        for b in range(128, 192):
+            if mask[b // 8] >> (b % 8) & 1 and matcher.consume_token(b):
+                walk(prefix + bytes([b]))
+                matcher.rollback(1)
+
+    for lead in leads:
+        if matcher.consume_token(lead):
+            walk(bytes([lead]))
+            matcher.rollback(1)
+    if len(found) >= limit:
+        return (*found[: limit - 1], "other non-ASCII characters")
+    return tuple(found)
+
+
 def _show_char(b: int) -> str:
     return chr(b) if 32 < b < 127 else f"\\x{b:02x}"
 
@@ -103,7 +141,8 @@ def expected_after(matcher: llguidance.LLMatcher) -> tuple[str, ...]:
         if matcher.consume_token(b):
             continuations[b] = matcher.compute_ff_bytes()
             matcher.rollback(1)
-    items = _describe([b for b in allowed if b != EOS], continuations)
+    items = _describe([b for b in allowed if b < 128], continuations)
+    items += _non_ascii(matcher, [b for b in allowed if 128 <= b < EOS])
     if EOS in allowed or (matcher.is_accepting() and not items):
         items += ("end of text",)
     return items

@@ -1,0 +1,194 @@
+"""wrap(client): the same SDK client, with a `grammar=` argument on its create calls.
+
+    client = wrap(OpenAI())
+    reply = client.chat.completions.create(model=..., messages=..., grammar="json")
+    reply.choices[0].message.content        # the guided text: always parses
+    reply.guide_result                      # the GuideResult: trace, counts, to_html()
+
+Works for OpenAI, AsyncOpenAI (chat.completions.create) and Anthropic, AsyncAnthropic
+(messages.create). Without `grammar=` a call goes to the SDK untouched, and so does everything else
+on the client. The response is the SDK's usual type (a subclass carrying `guide_result`).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import uuid
+from typing import Any
+
+from backtrack.guide import aguide, guide
+from backtrack.trace import GuideResult
+
+class _Proxy:
+    """Attribute access goes to `inner`, except for the names in `overrides`."""
+
+    def __init__(self, inner: Any, **overrides: Any) -> None:
+        self._inner = inner
+        self._overrides = overrides
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._overrides:
+            return self._overrides[name]
+        return getattr(self._inner, name)
+
+    def __repr__(self) -> str:
+        return f"wrap({self._inner!r})"
+
+
+def _is_async(client: Any) -> bool:
+    return type(client).__name__.startswith("Async")
+
+
+def wrap(client: Any, **guide_defaults: Any) -> Any:
+    """`client` with `grammar=` on `chat.completions.create` (OpenAI) or `messages.create`
+    (Anthropic). `guide_defaults` (target, max_corrections, ...) apply to every guided call."""
+    kind = type(client).__module__.split(".", 1)[0]
+    if kind == "openai":
+        completions = client.chat.completions
+        create = _openai_create(client, completions.create, guide_defaults)
+        chat = _Proxy(client.chat, completions=_Proxy(completions, create=create))
+        return _Proxy(client, chat=chat)
+    if kind == "anthropic":
+        create = _anthropic_create(client, client.messages.create, guide_defaults)
+        return _Proxy(client, messages=_Proxy(client.messages, create=create))
+    raise TypeError(f"wrap() takes an OpenAI or Anthropic client, not {type(client).__name__}")
+
+
+def _split(kwargs: dict[str, Any], defaults: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """(grammar, guide() options) taken out of a create() call's kwargs."""
+    if kwargs.get("stream"):
+        raise ValueError("grammar= does not combine with stream=True: the result is checked whole")
+    kwargs.pop("stream", None)
+    options = dict(defaults)
+    for name in ("target", "max_corrections"):
+        if name in kwargs:
+            options[name] = kwargs.pop(name)
+    for name in ("max_tokens", "max_completion_tokens"):
+        if name in kwargs:
+            options["max_draft_tokens"] = kwargs.pop(name)
+    return kwargs.pop("grammar"), options
+
+
+def _openai_create(client: Any, original: Any, defaults: dict[str, Any]) -> Any:
+    from providers.openai import OpenAIChatDrafter
+
+    def setup(kwargs: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
+        grammar, options = _split(kwargs, defaults)
+        model, messages = kwargs.pop("model"), kwargs.pop("messages")
+        drafter = OpenAIChatDrafter(client, model, **kwargs)
+        return drafter, grammar, dict(options, prompt=messages)
+
+    if _is_async(client):
+
+        async def acreate(*args: Any, **kwargs: Any) -> Any:
+            if "grammar" not in kwargs:
+                return await original(*args, **kwargs)
+            drafter, grammar, options = setup(kwargs)
+            return _chat_completion(drafter.model, await aguide(drafter, grammar, **options))
+
+        return acreate
+
+    def create(*args: Any, **kwargs: Any) -> Any:
+        if "grammar" not in kwargs:
+            return original(*args, **kwargs)
+        drafter, grammar, options = setup(kwargs)
+        return _chat_completion(drafter.model, guide(drafter, grammar, **options))
+
+    return create
+
+
+def _anthropic_create(client: Any, original: Any, defaults: dict[str, Any]) -> Any:
+    from providers.anthropic import AnthropicDrafter
+
+    def setup(kwargs: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
+        grammar, options = _split(kwargs, defaults)
+        model, messages = kwargs.pop("model"), list(kwargs.pop("messages"))
+        if "system" in kwargs:
+            messages.insert(0, {"role": "system", "content": kwargs.pop("system")})
+        drafter = AnthropicDrafter(client, model, **kwargs)
+        return drafter, grammar, dict(options, prompt=messages)
+
+    if _is_async(client):
+
+        async def acreate(*args: Any, **kwargs: Any) -> Any:
+            if "grammar" not in kwargs:
+                return await original(*args, **kwargs)
+            drafter, grammar, options = setup(kwargs)
+            return _message(drafter.model, await aguide(drafter, grammar, **options))
+
+        return acreate
+
+    def create(*args: Any, **kwargs: Any) -> Any:
+        if "grammar" not in kwargs:
+            return original(*args, **kwargs)
+        drafter, grammar, options = setup(kwargs)
+        return _message(drafter.model, guide(drafter, grammar, **options))
+
+    return create
+
+
+@functools.cache
+def _guided_chat_completion() -> Any:
+    from openai.types.chat import ChatCompletion
+
+    class GuidedChatCompletion(ChatCompletion):
+        guide_result: Any = None
+
+    return GuidedChatCompletion
+
+
+@functools.cache
+def _guided_message() -> Any:
+    from anthropic.types import Message
+
+    class GuidedMessage(Message):
+        guide_result: Any = None
+
+    return GuidedMessage
+
+
+def _chat_completion(model: str, result: GuideResult) -> Any:
+    from openai.types.chat import ChatCompletionMessage
+    from openai.types.chat.chat_completion import Choice
+    from openai.types.completion_usage import CompletionUsage
+
+    usage = result.usage
+    return _guided_chat_completion()(
+        id=f"backtrack-{uuid.uuid4().hex}",
+        object="chat.completion",
+        created=int(time.time()),
+        model=model,
+        choices=[
+            Choice(
+                index=0,
+                finish_reason="stop" if result.valid else "length",
+                message=ChatCompletionMessage(role="assistant", content=result.text),
+            )
+        ],
+        usage=CompletionUsage(
+            prompt_tokens=usage.input_tokens,
+            completion_tokens=usage.output_tokens,
+            total_tokens=usage.input_tokens + usage.output_tokens,
+        ),
+        guide_result=result,
+    )
+
+
+def _message(model: str, result: GuideResult) -> Any:
+    from anthropic.types import TextBlock
+    from anthropic.types import Usage as AnthropicUsage
+
+    return _guided_message()(
+        id=f"msg_backtrack_{uuid.uuid4().hex}",
+        type="message",
+        role="assistant",
+        model=model,
+        content=[TextBlock(type="text", text=result.text)],
+        stop_reason="end_turn" if result.valid else "max_tokens",
+        stop_sequence=None,
+        usage=AnthropicUsage(
+            input_tokens=result.usage.input_tokens, output_tokens=result.usage.output_tokens
+        ),
+        guide_result=result,
+    )

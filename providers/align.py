@@ -1,0 +1,280 @@
+"""Continuing a text with chat APIs: the messages to send, and the alignment of the reply.
+
+A chat API without prefill cannot be told "go on from here". It is shown the text so far as its
+own last message and asked to continue it (`instruction`). Its reply then often opens a code fence,
+or repeats the end of the text, or starts over from the beginning. `Aligner` strips that, so the
+drafter yields only new text:
+
+    reply  = [fence opening] + [a suffix of prefix, or all of it] + new text
+    output = new text
+
+It holds back only the characters it still needs to decide what the reply repeats (at most the
+fence line plus len(prefix)); once it has decided, chunks pass through unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncGenerator, AsyncIterable, Generator, Iterable
+from typing import Literal
+
+from providers.base import Message, Prompt
+
+__all__ = [
+    "CONTINUE_INSTRUCTION",
+    "Aligner",
+    "aalign",
+    "align",
+    "as_messages",
+    "continued_text",
+    "instruction",
+    "with_hint",
+]
+
+CONTINUE_INSTRUCTION = (
+    "Continue your last message exactly where it stops, even if it stops in the middle of a "
+    "word, a number or a string. Reply with the continuation only: do not repeat any of the text "
+    "already written, do not explain, and do not use code fences."
+)
+
+FENCE = "```"
+# A fence opening line: optional blank space, three backticks, an info string ("json"), newline.
+_FENCE_OPENING = re.compile(r"\s*```[^`\n]*\n")
+# An info string longer than this means the backticks were not a fence opening.
+_MAX_INFO = 64
+
+
+def as_messages(prompt: Prompt) -> list[Message]:
+    """`prompt` as a new list of messages (a str is one user message); the caller's are copied."""
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    return [dict(message) for message in prompt]
+
+
+def continued_text(prompt: Prompt, prefix: str) -> tuple[list[Message], str]:
+    """The conversation before the text to continue, and that text.
+
+    The text is `prefix`, after the prompt's own final assistant message when there is one (a
+    prefill the caller wrote): both are what the model must continue.
+    """
+    messages = as_messages(prompt)
+    if messages and messages[-1].get("role") == "assistant":
+        content = messages[-1].get("content")
+        if isinstance(content, str):
+            messages.pop()
+            return messages, content + prefix
+    return messages, prefix
+
+
+def _hint_sentence(grammar_hint: str) -> str:
+    return f"The complete reply must follow this format: {grammar_hint}"
+
+
+def with_hint(messages: list[Message], grammar_hint: str | None) -> list[Message]:
+    """`messages` with the grammar hint added to the last user message (or as a new one)."""
+    if not grammar_hint:
+        return messages
+    sentence = _hint_sentence(grammar_hint)
+    if messages and messages[-1].get("role") == "user":
+        last = dict(messages[-1])
+        content = last.get("content")
+        if isinstance(content, str):
+            last["content"] = f"{content}\n\n{sentence}"
+            return [*messages[:-1], last]
+        if isinstance(content, list):
+            last["content"] = [*content, {"type": "text", "text": sentence}]
+            return [*messages[:-1], last]
+    return [*messages, {"role": "user", "content": sentence}]
+
+
+def instruction(prompt: Prompt, prefix: str, grammar_hint: str | None = None) -> list[Message]:
+    """Messages that ask a chat model to continue `prefix` and to reply with the continuation only.
+
+    The text so far goes in as the model's own last message, followed by a user message asking it
+    to go on. With nothing to continue, the conversation is sent as it is (plus the hint).
+    """
+    history, text = continued_text(prompt, prefix)
+    if not text:
+        return with_hint(history, grammar_hint)
+    ask = CONTINUE_INSTRUCTION
+    if grammar_hint:
+        ask = f"{ask} {_hint_sentence(grammar_hint)}"
+    return [*history, {"role": "assistant", "content": text}, {"role": "user", "content": ask}]
+
+
+class Aligner:
+    """Strips from a streamed reply what it repeats of `prefix`; feed chunks, then `finish()`.
+
+    Invariant: "".join(outputs) == reply minus (1) a leading code-fence opening line (when
+    `strip_fence` and the prefix does not open a fence itself) and (2) the longest start of the rest
+    that is a suffix of `prefix` (the whole prefix when the reply starts over) of at least
+    `min_overlap` characters. The removed text is kept in `stripped`.
+
+    With `anchored=True` the reply is known to start exactly where `prefix` starts (a prefill that
+    dropped the trailing whitespace `prefix`); only the longest common prefix of reply and `prefix`
+    is stripped (after a fence opening, unless `strip_fence=False`).
+
+    A short overlap is ambiguous: a continuation may happen to begin with the last characters of the
+    prefix. Raise `min_overlap` to strip only longer repeats.
+    """
+
+    def __init__(
+        self,
+        prefix: str,
+        *,
+        strip_fence: bool = True,
+        anchored: bool = False,
+        min_overlap: int = 1,
+    ) -> None:
+        self.prefix = prefix
+        self.anchored = anchored
+        self.min_overlap = max(min_overlap, 1)
+        self.stripped = ""
+        fence = strip_fence and not prefix.lstrip().startswith(FENCE)
+        self._state: Literal["fence", "overlap", "pass"] = "fence" if fence else "overlap"
+        self._held = ""
+        # Start offsets in `prefix` of repeats still possible but not yet complete, and how many
+        # characters of `_held` have been checked against them.
+        self._pending: list[int] | None = None
+        self._checked = 0
+        self._best: int | None = None
+
+    @property
+    def decided(self) -> bool:
+        """True once the repeat is known: from here on chunks pass through unchanged."""
+        return self._state == "pass"
+
+    def feed(self, chunk: str) -> str:
+        """The new text that `chunk` makes certain ("" while still deciding)."""
+        if self._state == "pass":
+            return chunk
+        self._held += chunk
+        return self._advance(final=False)
+
+    def finish(self) -> str:
+        """The end of the reply: decide with what arrived and return what was held back."""
+        if self._state == "pass":
+            return ""
+        return self._advance(final=True)
+
+    def _advance(self, final: bool) -> str:
+        if self._state == "fence" and not self._strip_fence(final):
+            return ""
+        if self.anchored:
+            return self._anchored_overlap(final)
+        return self._overlap(final)
+
+    def _strip_fence(self, final: bool) -> bool:
+        """Strip a fence opening from `_held`; False while it is too early to tell."""
+        match = _FENCE_OPENING.match(self._held)
+        if match:
+            self.stripped += match.group()
+            self._held = self._held[match.end() :]
+        elif not final:
+            body = self._held.lstrip()
+            if not body or FENCE.startswith(body):
+                return False
+            if body.startswith(FENCE):
+                info = body[len(FENCE) :]
+                if "\n" not in info and "`" not in info and len(info) <= _MAX_INFO:
+                    return False
+        self._state = "overlap"
+        return True
+
+    def _release(self, overlap: int) -> str:
+        self.stripped += self._held[:overlap]
+        out = self._held[overlap:]
+        self._held = ""
+        self._state = "pass"
+        return out
+
+    def _anchored_overlap(self, final: bool) -> str:
+        held, prefix = self._held, self.prefix
+        common = 0
+        limit = min(len(held), len(prefix))
+        while common < limit and held[common] == prefix[common]:
+            common += 1
+        if final or common < limit or common == len(prefix):
+            return self._release(common)
+        return ""
+
+    def _overlap(self, final: bool) -> str:
+        held, prefix = self._held, self.prefix
+        if not prefix:
+            return self._release(0)
+        if not held:
+            return self._release(0) if final else ""
+        size = len(prefix)
+        if self._pending is None:
+            self._pending = [
+                i
+                for i in range(size)
+                if prefix[i] == held[0] and (size - i >= self.min_overlap or i == 0)
+            ]
+        still: list[int] = []
+        for start in self._pending:
+            length = size - start
+            end = min(len(held), length)
+            if prefix[start + self._checked : start + end] != held[self._checked : end]:
+                continue
+            if len(held) >= length:
+                if self._best is None or start < self._best:
+                    self._best = start
+            else:
+                still.append(start)
+        self._pending = still
+        self._checked = len(held)
+        if still and not final:
+            return ""
+        return self._release(0 if self._best is None else size - self._best)
+
+
+def align(
+    prefix: str,
+    chunks: Iterable[str],
+    *,
+    strip_fence: bool = True,
+    anchored: bool = False,
+    min_overlap: int = 1,
+) -> Generator[str, None, None]:
+    """`chunks` with what they repeat of `prefix` stripped (see Aligner); never yields "".
+
+    Closing this generator closes `chunks` too (when it has a `close`).
+    """
+    aligner = Aligner(prefix, strip_fence=strip_fence, anchored=anchored, min_overlap=min_overlap)
+    try:
+        for chunk in chunks:
+            out = aligner.feed(chunk)
+            if out:
+                yield out
+        out = aligner.finish()
+        if out:
+            yield out
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
+
+
+async def aalign(
+    prefix: str,
+    chunks: AsyncIterable[str],
+    *,
+    strip_fence: bool = True,
+    anchored: bool = False,
+    min_overlap: int = 1,
+) -> AsyncGenerator[str, None]:
+    """The async twin of `align`; closing it closes `chunks` (when it has an `aclose`)."""
+    aligner = Aligner(prefix, strip_fence=strip_fence, anchored=anchored, min_overlap=min_overlap)
+    try:
+        async for chunk in chunks:
+            out = aligner.feed(chunk)
+            if out:
+                yield out
+        out = aligner.finish()
+        if out:
+            yield out
+    finally:
+        aclose = getattr(chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()

@@ -1,0 +1,218 @@
+"""A drafter over the Anthropic SDK: the Messages API, streamed, with assistant prefill.
+
+The text so far goes in as a final assistant message, which the model continues. Two wrinkles:
+
+* The API rejects a final assistant message that ends in whitespace. The drafter sends the text
+  without its trailing whitespace and aligns the reply against what it cut: a reply that writes
+  that whitespace again has it stripped, one that does not passes unchanged.
+* Some models refuse prefill with an HTTP 400 ("This model does not support assistant message
+  prefill"). The drafter then asks again at once in the instruction form (providers.align), and
+  remembers the model: later drafts for it, by any AnthropicDrafter, go straight to that form.
+
+Takes `anthropic.Anthropic` (for `draft()`) or `anthropic.AsyncAnthropic` (for `adraft()`).
+Drafters never retry: the loop retries whole rounds (providers.retry); a client's own
+`max_retries` still applies to each request before its stream starts.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any, ClassVar
+
+from providers._stream import Alignment, AnyStream, async_stream, finish, header, sync_stream
+from providers.align import as_messages, continued_text, instruction, with_hint
+from providers.base import (
+    AsyncDraftStream,
+    Capabilities,
+    DraftRequest,
+    DraftStream,
+    FinishReason,
+    Message,
+)
+from providers.errors import mapped_exceptions, to_provider_error
+from providers.openai import is_async_client
+
+__all__ = ["AnthropicDrafter", "refuses_prefill"]
+
+_STOP: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+}
+_RESERVED = frozenset({"model", "messages", "stream", "max_tokens"})
+_PREFILL_REFUSAL = re.compile(
+    r"prefill|final\s+`?assistant`?\s+(content|message)|must end with a user message", re.IGNORECASE
+)
+
+
+def refuses_prefill(exc: BaseException) -> bool:
+    """True for an HTTP 400 whose message says the model will not continue an assistant message."""
+    if getattr(exc, "status_code", None) != 400:
+        return False
+    texts = (getattr(exc, "api_message", None), getattr(exc, "message", None), str(exc))
+    return any(isinstance(t, str) and _PREFILL_REFUSAL.search(t) for t in texts)
+
+
+def _split_system(messages: list[Message]) -> tuple[list[Message], Any]:
+    """The conversation without its system messages, and those as the `system` parameter."""
+    system = [m for m in messages if m.get("role") == "system"]
+    rest = [m for m in messages if m.get("role") != "system"]
+    if not system:
+        return rest, None
+    contents = [m.get("content") for m in system]
+    if all(isinstance(c, str) for c in contents):
+        return rest, "\n\n".join(c for c in contents if isinstance(c, str))
+    blocks: list[Any] = []
+    for content in contents:
+        if isinstance(content, str):
+            blocks.append({"type": "text", "text": content})
+        elif isinstance(content, list):
+            blocks.extend(content)
+    return rest, blocks
+
+
+def _absorb(event: Any, stream: AnyStream) -> str | None:
+    """The text of one Messages stream event; records usage and the stop reason."""
+    kind = getattr(event, "type", None)
+    if kind == "content_block_delta":
+        delta = getattr(event, "delta", None)
+        text = getattr(delta, "text", None)
+        is_text = getattr(delta, "type", None) == "text_delta" and isinstance(text, str)
+        return text if is_text else None
+    if kind == "message_start":
+        usage = getattr(getattr(event, "message", None), "usage", None)
+        if usage is not None:
+            stream.usage.input_tokens = _input_tokens(usage)
+            stream.usage.output_tokens = getattr(usage, "output_tokens", None) or 0
+    elif kind == "message_delta":
+        usage = getattr(event, "usage", None)
+        if usage is not None:
+            # Cumulative counts: the last event's are the totals.
+            if getattr(usage, "input_tokens", None) is not None:
+                stream.usage.input_tokens = _input_tokens(usage)
+            stream.usage.output_tokens = getattr(usage, "output_tokens", None) or 0
+        reason = getattr(getattr(event, "delta", None), "stop_reason", None)
+        if reason:
+            finish(stream, _STOP.get(reason, "unknown"))
+    return None
+
+
+def _input_tokens(usage: Any) -> int:
+    """All input tokens: uncached, written to the cache, and read from it."""
+    names = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    return sum(getattr(usage, name, None) or 0 for name in names)
+
+
+class AnthropicDrafter:
+    """The Anthropic Messages API as a drafter (prefill, with fallback to instruction + alignment).
+
+    `create_kwargs` go to every `messages.create` call (metadata, thinking, extra_body...). System
+    messages in the prompt become the `system` parameter. `prefill=False` never tries prefill.
+    """
+
+    # Models that answered a prefill with a 400, shared by every drafter in the process.
+    _no_prefill: ClassVar[set[str]] = set()
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, client: Any, model: str, *, prefill: bool = True, **create_kwargs: Any):
+        clash = _RESERVED & create_kwargs.keys()
+        if clash:
+            raise TypeError(f"set by the drafter, not by create kwargs: {', '.join(sorted(clash))}")
+        self.client = client
+        self.model = model
+        self.prefill = prefill
+        self.create_kwargs = create_kwargs
+        self.is_async = is_async_client(client)
+        self.capabilities = Capabilities(prefill=self._prefill_allowed(), streaming=True)
+
+    def __repr__(self) -> str:
+        return f"AnthropicDrafter(model={self.model!r})"
+
+    @classmethod
+    def refuses_prefill(cls, model: str) -> bool:
+        """True once `model` has refused a prefill in this process."""
+        with cls._lock:
+            return model in cls._no_prefill
+
+    @classmethod
+    def forget_prefill_refusals(cls) -> None:
+        """Forget which models refused prefill (they are tried again)."""
+        with cls._lock:
+            cls._no_prefill.clear()
+
+    def _prefill_allowed(self) -> bool:
+        return self.prefill and not self.refuses_prefill(self.model)
+
+    def _remember_refusal(self) -> None:
+        with self._lock:
+            self._no_prefill.add(self.model)
+        self.capabilities = Capabilities(prefill=False, streaming=True)
+
+    def request(self, request: DraftRequest, *, prefill: bool) -> tuple[dict[str, Any], Alignment]:
+        """The `messages.create` arguments for `request`, and how the reply will be aligned."""
+        conversation, system = _split_system(as_messages(request.prompt))
+        history, text = continued_text(conversation, request.prefix)
+        if prefill:
+            messages = with_hint(history, request.grammar_hint)
+            head = text.rstrip()
+            if head:
+                messages.append({"role": "assistant", "content": head})
+            # The reply starts where `head` ends; it may or may not write the cut whitespace.
+            alignment = Alignment(text[len(head) :], anchored=True, strip_fence=not head)
+        else:
+            messages = instruction(conversation, request.prefix, request.grammar_hint)
+            alignment = Alignment(text)
+        kwargs: dict[str, Any] = {**self.create_kwargs}
+        if system is not None:
+            kwargs["system"] = system
+        kwargs.update(
+            model=self.model, messages=messages, max_tokens=request.max_tokens, stream=True
+        )
+        if request.stop:
+            kwargs["stop_sequences"] = list(request.stop)
+        return kwargs, alignment
+
+    def _first_try(self, request: DraftRequest) -> tuple[dict[str, Any], Alignment, bool]:
+        prefill = self._prefill_allowed()
+        kwargs, alignment = self.request(request, prefill=prefill)
+        return kwargs, alignment, prefill
+
+    def draft(self, request: DraftRequest) -> DraftStream:
+        """Start a streamed request (sync client). Raises ProviderError when it fails."""
+        if self.is_async:
+            raise TypeError(f"{self!r} has an async client: use adraft() (aguide)")
+        kwargs, alignment, prefilled = self._first_try(request)
+        try:
+            sdk_stream = self.client.messages.create(**kwargs)
+        except mapped_exceptions() as exc:
+            if not (prefilled and refuses_prefill(exc)):
+                raise to_provider_error(exc) from exc
+            self._remember_refusal()
+            kwargs, alignment = self.request(request, prefill=False)
+            try:
+                sdk_stream = self.client.messages.create(**kwargs)
+            except mapped_exceptions() as retry_exc:
+                raise to_provider_error(retry_exc) from retry_exc
+        request_id = header(getattr(sdk_stream, "response", None), "request-id")
+        return sync_stream(sdk_stream, _absorb, request_id=request_id, alignment=alignment)
+
+    async def adraft(self, request: DraftRequest) -> AsyncDraftStream:
+        """Start a streamed request (async client). Raises ProviderError when it fails."""
+        if not self.is_async:
+            raise TypeError(f"{self!r} has a sync client: use draft() (guide)")
+        kwargs, alignment, prefilled = self._first_try(request)
+        try:
+            sdk_stream = await self.client.messages.create(**kwargs)
+        except mapped_exceptions() as exc:
+            if not (prefilled and refuses_prefill(exc)):
+                raise to_provider_error(exc) from exc
+            self._remember_refusal()
+            kwargs, alignment = self.request(request, prefill=False)
+            try:
+                sdk_stream = await self.client.messages.create(**kwargs)
+            except mapped_exceptions() as retry_exc:
+                raise to_provider_error(retry_exc) from retry_exc
+        request_id = header(getattr(sdk_stream, "response", None), "request-id")
+        return async_stream(sdk_stream, _absorb, request_id=request_id, alignment=alignment)

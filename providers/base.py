@@ -1,0 +1,120 @@
+"""The Drafter protocol: what guide() needs from a black-box model.
+
+A drafter continues `prefix` (text already committed) for a `prompt`, streaming. The stream yields
+only new text: a drafter whose API cannot continue text by itself (chat without prefill) aligns the
+reply first, so the loop never sees the prefix repeated. Closing a stream early stops the request,
+so nothing after the first bad byte is paid for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+Message = dict[str, Any]
+Prompt = str | Sequence[Message]
+
+
+@dataclass(frozen=True)
+class DraftRequest:
+    """One round: continue `prefix` for `prompt`, at most `max_tokens` new tokens."""
+
+    prompt: Prompt
+    prefix: str = ""
+    max_tokens: int = 512
+    stop: tuple[str, ...] = ()
+    # A sentence of the grammar the reply must follow, shown to instruction-following models.
+    grammar_hint: str | None = None
+
+
+@dataclass
+class Usage:
+    """Token counts as the provider reported them (0 where it did not)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a drafter can do. `prefill`: it continues the prefix verbatim (raw completions, chat
+    prefill). `streaming`: chunks arrive as generated, so a cut stops the request early."""
+
+    prefill: bool
+    streaming: bool
+
+
+FinishReason = Literal["stop", "length", "closed", "unknown"]
+
+
+@dataclass
+class DraftStream:
+    """A draft in progress. Iterate for text chunks; `close()` ends the request early.
+
+    After iteration (or close) `usage`, `finish_reason` and `request_id` hold what the provider
+    said. `chunks` is any iterator of str; `closer` is called once by `close()`.
+    """
+
+    chunks: Iterator[str]
+    closer: Any = None
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: FinishReason = "unknown"
+    request_id: str | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        return self.chunks
+
+    def close(self) -> None:
+        if self.finish_reason == "unknown":
+            self.finish_reason = "closed"
+        if self.closer is not None:
+            closer, self.closer = self.closer, None
+            closer()
+
+
+@dataclass
+class AsyncDraftStream:
+    """The async twin of DraftStream: `async for` chunks, `await aclose()`."""
+
+    chunks: AsyncIterator[str]
+    closer: Any = None
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: FinishReason = "unknown"
+    request_id: str | None = None
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self.chunks
+
+    async def aclose(self) -> None:
+        if self.finish_reason == "unknown":
+            self.finish_reason = "closed"
+        if self.closer is not None:
+            closer, self.closer = self.closer, None
+            await closer()
+
+
+@runtime_checkable
+class Drafter(Protocol):
+    """A black-box model that drafts continuations."""
+
+    capabilities: Capabilities
+
+    def draft(self, request: DraftRequest) -> DraftStream:
+        """Start a draft. Raises ProviderError (retryable or not) when the request fails."""
+        ...
+
+
+@runtime_checkable
+class AsyncDrafter(Protocol):
+    """The async twin of Drafter."""
+
+    capabilities: Capabilities
+
+    async def adraft(self, request: DraftRequest) -> AsyncDraftStream:
+        """Start a draft. Raises ProviderError (retryable or not) when the request fails."""
+        ...

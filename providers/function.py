@@ -1,0 +1,211 @@
+"""FunctionDrafter: any plain function as a drafter.
+
+The function is the black box. It continues text, so it has prefill; it streams when it yields.
+
+    def f(prompt, prefix) -> str                     both, as given
+    def f(text) -> str                               prompt + prefix (the prompt must be a str)
+    def f(...) -> Iterator[str]                      a generator: chunks, streaming
+    async def f(...) -> str / async generator        for adraft() and aguide()
+
+A function that names `max_tokens` or `stop` among its parameters gets them too. Whatever it
+raises reaches the loop as a ProviderError (`from` the original): an SDK or transport error keeps
+its retryable flag, anything else is not retryable.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
+from typing import Any
+
+from backtrack.errors import ProviderError
+from providers._stream import NoChunks
+from providers.base import AsyncDraftStream, Capabilities, DraftRequest, DraftStream
+from providers.errors import mapped_exceptions, to_provider_error
+
+__all__ = ["FunctionDrafter"]
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_FORWARDED = ("max_tokens", "stop")
+
+
+def _as_provider_error(exc: Exception) -> ProviderError:
+    if isinstance(exc, mapped_exceptions()):
+        return to_provider_error(exc)
+    return ProviderError(f"the drafter function raised {type(exc).__name__}: {exc}")
+
+
+def _takes_prefix(fn: Callable[..., Any]) -> tuple[bool, frozenset[str]]:
+    """Whether `fn` is `(prompt, prefix)` (else `(text)`), and which of _FORWARDED it names."""
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False, frozenset()
+    # max_tokens and stop go by keyword; the text arguments are the other positional ones.
+    positional = [p for p in parameters if p.kind in _POSITIONAL and p.name not in _FORWARDED]
+    required = [p for p in positional if p.default is inspect.Parameter.empty]
+    variadic = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
+    two = (
+        len(required) >= 2 or variadic or (len(positional) >= 2 and positional[1].name == "prefix")
+    )
+    if not positional and not variadic:
+        raise TypeError(f"{fn!r} takes no positional argument: it cannot receive the text")
+    named = frozenset(p.name for p in parameters if p.name in _FORWARDED)
+    return two, named
+
+
+def _is_streaming(fn: Callable[..., Any]) -> bool:
+    # A callable object streams when its __call__ is a generator function.
+    call = fn if inspect.isroutine(fn) else type(fn).__call__
+    return inspect.isgeneratorfunction(call) or inspect.isasyncgenfunction(call)
+
+
+def _check_chunk(chunk: object) -> str:
+    if not isinstance(chunk, str):
+        raise ProviderError(
+            f"the drafter function yielded {type(chunk).__name__}, not str", retryable=False
+        )
+    return chunk
+
+
+class FunctionDrafter:
+    """A callable as a Drafter (`draft`) and, when it is async or not, an AsyncDrafter (`adraft`).
+
+    `draft()` refuses an async function (TypeError); `adraft()` takes both, and calls a sync one
+    in the event loop's thread (it should not block for long). `streaming` overrides what the
+    function's kind says (a plain function that returns an iterator streams, but looks as if it
+    did not); `takes_prefix` overrides the reading of its signature.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        streaming: bool | None = None,
+        takes_prefix: bool | None = None,
+    ) -> None:
+        if not callable(fn):
+            raise TypeError(f"FunctionDrafter needs a callable, got {type(fn).__name__}")
+        self.fn = fn
+        two, self._forwarded = _takes_prefix(fn)
+        self.takes_prefix = two if takes_prefix is None else takes_prefix
+        self.capabilities = Capabilities(
+            prefill=True, streaming=_is_streaming(fn) if streaming is None else streaming
+        )
+
+    def __repr__(self) -> str:
+        return f"FunctionDrafter({self.fn!r})"
+
+    def _call(self, request: DraftRequest) -> Any:
+        if self.takes_prefix:
+            args: tuple[Any, ...] = (request.prompt, request.prefix)
+        elif isinstance(request.prompt, str):
+            args = (request.prompt + request.prefix,)
+        else:
+            raise TypeError(
+                "a one-argument drafter function continues a text: give guide() a str prompt, "
+                "or take (prompt, prefix) to receive chat messages"
+            )
+        kwargs: dict[str, Any] = {}
+        if "max_tokens" in self._forwarded:
+            kwargs["max_tokens"] = request.max_tokens
+        if "stop" in self._forwarded:
+            kwargs["stop"] = request.stop
+        try:
+            return self.fn(*args, **kwargs)
+        except Exception as exc:
+            raise _as_provider_error(exc) from exc
+
+    def draft(self, request: DraftRequest) -> DraftStream:
+        """Call the function; its str or chunks become the stream."""
+        result = self._call(request)
+        if inspect.iscoroutine(result):
+            result.close()  # never awaited: close it so that Python does not warn
+            raise TypeError(f"{self.fn!r} is async: use adraft() (aguide) with it")
+        if hasattr(result, "__aiter__"):
+            raise TypeError(f"{self.fn!r} yields asynchronously: use adraft() (aguide) with it")
+        stream = DraftStream(chunks=iter(()))
+        if isinstance(result, str):
+            source: Iterator[Any] = iter([result])
+        elif hasattr(result, "__iter__"):
+            source = iter(result)
+        else:
+            raise ProviderError(
+                f"the drafter function returned {type(result).__name__}, not str or chunks"
+            )
+        chunks = self._chunks(source, stream)
+        stream.chunks = chunks
+        stream.closer = chunks.close
+        return stream
+
+    @staticmethod
+    def _chunks(source: Iterator[Any], stream: DraftStream) -> Generator[str, None, None]:
+        try:
+            while True:
+                try:
+                    chunk = next(source)
+                except StopIteration:
+                    break
+                except Exception as exc:
+                    raise _as_provider_error(exc) from exc
+                if text := _check_chunk(chunk):
+                    yield text
+            stream.finish_reason = "stop"
+        finally:
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()
+
+    async def adraft(self, request: DraftRequest) -> AsyncDraftStream:
+        """Call (and await) the function; its str or chunks, sync or async, become the stream."""
+        result = self._call(request)
+        if inspect.isawaitable(result):
+            try:
+                result = await result
+            except Exception as exc:
+                raise _as_provider_error(exc) from exc
+        stream = AsyncDraftStream(chunks=NoChunks())
+        if isinstance(result, str):
+            source: AsyncIterator[Any] = _aiter_sync(iter([result]))
+        elif hasattr(result, "__aiter__"):
+            source = aiter(result)
+        elif hasattr(result, "__iter__"):
+            source = _aiter_sync(iter(result))
+        else:
+            raise ProviderError(
+                f"the drafter function returned {type(result).__name__}, not str or chunks"
+            )
+        chunks = self._achunks(source, stream)
+        stream.chunks = chunks
+        stream.closer = chunks.aclose
+        return stream
+
+    @staticmethod
+    async def _achunks(
+        source: AsyncIterator[Any], stream: AsyncDraftStream
+    ) -> AsyncGenerator[str, None]:
+        try:
+            while True:
+                try:
+                    chunk = await anext(source)
+                except StopAsyncIteration:
+                    break
+                except Exception as exc:
+                    raise _as_provider_error(exc) from exc
+                if text := _check_chunk(chunk):
+                    yield text
+            stream.finish_reason = "stop"
+        finally:
+            aclose = getattr(source, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+
+async def _aiter_sync(source: Iterator[Any]) -> AsyncIterator[Any]:
+    try:
+        for item in source:
+            yield item
+    finally:
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()

@@ -1,0 +1,110 @@
+"""Shared fixtures: scripted local servers for the provider SDKs, and clients pointed at them.
+
+    openai_server / anthropic_server     a MockServer (tests/servers.py), one per session, reset
+                                         for each test
+    openai_client / anthropic_client     factories of real SDK clients (sync; `asynchronous=True`
+                                         for the async twin) on those servers, with max_retries=0
+                                         and a dummy key; closed after the test
+
+Nothing here leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from servers import MockServer
+
+DUMMY_KEY = "sk-test-not-a-real-key"
+
+
+@pytest.fixture(scope="session")
+def _openai_mock() -> Iterator[MockServer]:
+    server = MockServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def _anthropic_mock() -> Iterator[MockServer]:
+    server = MockServer().start()
+    yield server
+    server.stop()
+
+
+def _fresh(server: MockServer) -> Iterator[MockServer]:
+    server.reset()
+    yield server
+    server.wait()  # no handler may still write into the next test
+    server.reset()
+
+
+@pytest.fixture
+def openai_server(_openai_mock: MockServer) -> Iterator[MockServer]:
+    """The OpenAI-protocol server, its script and records empty."""
+    yield from _fresh(_openai_mock)
+
+
+@pytest.fixture
+def anthropic_server(_anthropic_mock: MockServer) -> Iterator[MockServer]:
+    """The Anthropic-protocol server, its script and records empty."""
+    yield from _fresh(_anthropic_mock)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class _Clients:
+    """Makes clients and closes them at teardown (async ones through the test's event loop)."""
+
+    def __init__(self, make: Callable[[bool, dict[str, Any]], Any]) -> None:
+        self._make = make
+        self.sync: list[Any] = []
+        self.asynchronous: list[Any] = []
+
+    def __call__(self, *, asynchronous: bool = False, **options: Any) -> Any:
+        client = self._make(asynchronous, options)
+        (self.asynchronous if asynchronous else self.sync).append(client)
+        return client
+
+
+def _close_all(clients: _Clients) -> None:
+    for client in clients.sync:
+        client.close()
+    for client in clients.asynchronous:
+        if not client.is_closed():
+            raise AssertionError("close async clients in the test: `async with client:`")
+
+
+@pytest.fixture
+def openai_client(openai_server: MockServer) -> Iterator[_Clients]:
+    """`openai_client(asynchronous=False, **options)`: an OpenAI / AsyncOpenAI on openai_server."""
+    import openai
+
+    def make(asynchronous: bool, options: dict[str, Any]) -> Any:
+        cls = openai.AsyncOpenAI if asynchronous else openai.OpenAI
+        settings = {"base_url": f"{openai_server.url}/v1", "api_key": DUMMY_KEY, "max_retries": 0}
+        return cls(**{**settings, **options})
+
+    clients = _Clients(make)
+    yield clients
+    _close_all(clients)
+
+
+@pytest.fixture
+def anthropic_client(anthropic_server: MockServer) -> Iterator[_Clients]:
+    """`anthropic_client(asynchronous=False, **options)`: an Anthropic / AsyncAnthropic."""
+    import anthropic
+
+    def make(asynchronous: bool, options: dict[str, Any]) -> Any:
+        cls = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
+        settings = {"base_url": anthropic_server.url, "api_key": DUMMY_KEY, "max_retries": 0}
+        return cls(**{**settings, **options})
+
+    clients = _Clients(make)
+    yield clients
+    _close_all(clients)

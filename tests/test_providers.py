@@ -1,0 +1,1147 @@
+"""The providers package, against the real OpenAI and Anthropic SDKs on local scripted servers.
+
+Sections: the public surface; error mapping (every SDK exception class); the retry policy
+(failures-before-success x failure mode, backoff patched to zero); alignment (tables);
+FunctionDrafter; the OpenAI chat and completions drafters; the Anthropic drafter (prefill, the
+trailing-whitespace rule, the prefill-refusal fallback); errors through the wire for every drafter;
+the async twins; as_drafter.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import importlib
+import inspect
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+import pytest
+from conftest import DUMMY_KEY
+from servers import MockServer, Reply, disconnect, error, malformed, text
+
+import providers
+from backtrack.errors import ProviderError
+from providers import (
+    AnthropicDrafter,
+    AsyncDrafter,
+    Drafter,
+    DraftRequest,
+    FunctionDrafter,
+    OpenAIChatDrafter,
+    OpenAICompletionsDrafter,
+    as_drafter,
+)
+from providers import retry as retry_module
+from providers.align import (
+    CONTINUE_INSTRUCTION,
+    Aligner,
+    align,
+    continued_text,
+    instruction,
+    with_hint,
+)
+from providers.errors import redact, retry_after_seconds, to_provider_error
+
+PREFILL_REFUSAL = "This model does not support assistant message prefill. The conversation must end with a user message."  # noqa: E501
+
+
+@pytest.fixture(autouse=True)
+def _fresh_prefill_memory() -> Iterator[None]:
+    AnthropicDrafter.forget_prefill_refusals()
+    yield
+    AnthropicDrafter.forget_prefill_refusals()
+
+
+@pytest.fixture
+def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retries without waiting: the policy's backoff hook, patched to zero."""
+    monkeypatch.setattr(retry_module, "backoff", lambda attempt, exc: 0.0)
+
+
+def chunks_of(value: str, size: int) -> list[str]:
+    return [value[i : i + size] for i in range(0, len(value), size)]
+
+
+# --------------------------------------------------------------------------- public surface
+
+
+SUBMODULES = ["providers", "providers.align", "providers.errors", "providers.retry"]
+
+
+def _isort_key(name: str) -> tuple[int, str]:
+    """Ruff's order for __all__ (RUF022): CONSTANTS, then Classes, then functions."""
+    kind = 0 if name.isupper() else 1 if name[:1].isupper() else 2
+    return kind, name
+
+
+@pytest.mark.parametrize("name", SUBMODULES)
+def test_all_is_sorted(name: str) -> None:
+    exported = importlib.import_module(name).__all__
+    assert exported == sorted(exported, key=_isort_key)
+
+
+@pytest.mark.parametrize("name", SUBMODULES)
+def test_all_names_resolve(name: str) -> None:
+    module = importlib.import_module(name)
+    missing = [n for n in module.__all__ if not hasattr(module, n)]
+    assert missing == []
+
+
+def test_drafters_satisfy_the_protocols(openai_client: Any, anthropic_client: Any) -> None:
+    drafters = [
+        FunctionDrafter(lambda prompt, prefix: ""),
+        OpenAIChatDrafter(openai_client(), "m"),
+        OpenAICompletionsDrafter(openai_client(), "m"),
+        AnthropicDrafter(anthropic_client(), "m"),
+    ]
+    for drafter in drafters:
+        assert isinstance(drafter, Drafter)
+        assert isinstance(drafter, AsyncDrafter)
+
+
+# --------------------------------------------------------------------------- error mapping
+
+
+def _exception_classes() -> list[tuple[str, type[BaseException]]]:
+    found: list[tuple[str, type[BaseException]]] = []
+    for module, base in ((openai, openai.OpenAIError), (anthropic, anthropic.AnthropicError)):
+        for name in dir(module):
+            value = getattr(module, name)
+            if not name.startswith("_") and inspect.isclass(value) and issubclass(value, base):
+                found.append((f"{module.__name__}.{name}", value))
+    return found
+
+
+SDK_ERRORS = _exception_classes()
+
+
+def build_error(cls: type[BaseException]) -> BaseException:
+    """An instance of an SDK exception class, whatever its constructor asks for."""
+    status = getattr(cls, "status_code", None)
+    status = status if isinstance(status, int) else 500
+    request = httpx2.Request("POST", "http://127.0.0.1/v1/messages")
+    headers = {"x-request-id": "req_built", "request-id": "req_built", "retry-after": "2"}
+    response = httpx2.Response(status, request=request, headers=headers)
+    values: dict[str, Any] = {
+        "message": "boom",
+        "request": request,
+        "response": response,
+        "body": None,
+        "completion": SimpleNamespace(usage=None),
+        "unsent_messages": [],
+        "path": None,
+        "status_code": None,
+        "request_id": None,
+    }
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for parameter in list(inspect.signature(cls.__init__).parameters.values())[1:]:
+        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+            args.append("boom")
+        elif parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            continue
+        elif parameter.name not in values:
+            if parameter.default is inspect.Parameter.empty:
+                pytest.fail(f"{cls.__name__} needs {parameter.name}: teach build_error about it")
+        elif parameter.kind is inspect.Parameter.KEYWORD_ONLY:
+            kwargs[parameter.name] = values[parameter.name]
+        else:
+            args.append(values[parameter.name])
+    return cls(*args, **kwargs)
+
+
+def expected_retryable(exc: BaseException) -> bool:
+    for sdk in (openai, anthropic):
+        if isinstance(exc, sdk.APIStatusError):
+            return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+        if isinstance(exc, sdk.APIConnectionError):
+            return True
+    return isinstance(exc, (anthropic.RetryableError, openai.WebSocketConnectionClosedError))
+
+
+def test_the_sdks_export_many_error_classes() -> None:
+    # Guards the enumeration itself: an empty list would pass the test below vacuously.
+    assert len([n for n, _ in SDK_ERRORS if n.startswith("openai.")]) >= 15
+    assert len([n for n, _ in SDK_ERRORS if n.startswith("anthropic.")]) >= 30
+
+
+@pytest.mark.parametrize(("name", "cls"), SDK_ERRORS, ids=[n for n, _ in SDK_ERRORS])
+def test_every_sdk_error_maps_to_a_provider_error(name: str, cls: type[BaseException]) -> None:
+    exc = build_error(cls)
+    mapped = to_provider_error(exc)
+    assert isinstance(mapped, ProviderError)
+    assert mapped.retryable is expected_retryable(exc)
+    assert mapped.message
+    if isinstance(exc, (openai.APIStatusError, anthropic.APIStatusError)):
+        assert mapped.status == exc.status_code
+        assert mapped.request_id == "req_built"
+        assert mapped.retry_after == (2.0 if mapped.retryable else None)
+
+
+@pytest.mark.parametrize(
+    ("exc", "retryable"),
+    [
+        (httpx2.ReadError("reset"), True),
+        (httpx2.RemoteProtocolError("peer closed"), True),
+        (httpx2.ConnectError("refused"), True),
+        (httpx2.ReadTimeout("slow"), True),
+        (httpx2.DecodingError("bad gzip"), False),
+        (ConnectionResetError("reset"), True),
+        (json.JSONDecodeError("Expecting value", "{x", 1), False),
+        (ProviderError("as is", retryable=True), True),
+    ],
+    ids=lambda v: type(v).__name__ if isinstance(v, BaseException) else str(v),
+)
+def test_transport_errors_map(exc: BaseException, retryable: bool) -> None:
+    assert to_provider_error(exc).retryable is retryable
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({}, None),
+        ({"retry-after": "3"}, 3.0),
+        ({"retry-after": "0.5"}, 0.5),
+        ({"retry-after-ms": "1500"}, 1.5),
+        ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),
+        ({"retry-after": "soon"}, None),
+        ({"retry-after": "-4"}, 0.0),
+    ],
+)
+def test_retry_after_headers(headers: dict[str, str], seconds: float | None) -> None:
+    assert retry_after_seconds(headers) == seconds
+
+
+def test_retry_after_http_date() -> None:
+    when = email.utils.formatdate(time.time() + 30, usegmt=True)
+    seconds = retry_after_seconds({"retry-after": when})
+    assert seconds is not None and 25 <= seconds <= 31
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [DUMMY_KEY, "sk-ant-api03-abcdefghijklmnop", "sk-proj-ABCDEF123456"],
+)
+def test_keys_are_masked(secret: str) -> None:
+    assert secret not in redact(f"Incorrect API key provided: {secret}.")
+    assert secret not in redact(f"api_key={secret}")
+
+
+def test_a_key_in_an_error_body_never_reaches_the_message(
+    openai_server: MockServer, openai_client: Any
+) -> None:
+    openai_server.script(error(401, f"Incorrect API key provided: {DUMMY_KEY}"))
+    drafter = OpenAIChatDrafter(openai_client(), "m")
+    with pytest.raises(ProviderError) as caught:
+        drafter.draft(DraftRequest(prompt="hi"))
+    assert DUMMY_KEY not in str(caught.value)
+    assert caught.value.status == 401
+    assert not caught.value.retryable
+
+
+# --------------------------------------------------------------------------- retry policy
+
+
+@pytest.mark.parametrize(
+    ("exc", "retry"),
+    [
+        (ProviderError("x", retryable=True), True),
+        (ProviderError("x", retryable=False), False),
+        (ValueError("x"), False),
+    ],
+)
+def test_should_retry(exc: BaseException, retry: bool) -> None:
+    assert retry_module.should_retry(exc) is retry
+
+
+def test_backoff_follows_retry_after_up_to_the_cap() -> None:
+    assert retry_module.backoff(1, ProviderError("x", retryable=True, retry_after=2.5)) == 2.5
+    huge = ProviderError("x", retryable=True, retry_after=3600)
+    assert retry_module.backoff(1, huge) == retry_module.MAX_RETRY_AFTER
+
+
+@pytest.mark.parametrize("attempt", [1, 2, 3, 4, 10])
+def test_backoff_is_exponential_with_bounded_jitter(attempt: int) -> None:
+    full = min(retry_module.INITIAL_BACKOFF * 2 ** (attempt - 1), retry_module.MAX_BACKOFF)
+    for _ in range(20):
+        assert 0.75 * full <= retry_module.backoff(attempt, None) <= full
+
+
+def test_max_attempts_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        retry_module.retrying(max_attempts=0)
+
+
+FAILURES: dict[str, Callable[[], Reply]] = {
+    "429 retry-after": lambda: error(429, "slow down", headers={"retry-after": "1"}),
+    "500": lambda: error(500, "oops", type="server_error"),
+    "503": lambda: error(503, "unavailable"),
+    "disconnect": lambda: disconnect('{"partial": ', 2),
+}
+
+
+def _retried_round(drafter: Any, on_retry: Callable[[int, BaseException], None]) -> str:
+    for attempt in retry_module.retrying(on_retry=on_retry):
+        with attempt:
+            stream = drafter.draft(DraftRequest(prompt="go"))
+            return "".join(stream)
+    raise AssertionError("unreachable")
+
+
+@pytest.mark.usefixtures("no_backoff")
+@pytest.mark.parametrize("failures", [0, 1, 2, 3])
+@pytest.mark.parametrize("mode", list(FAILURES))
+def test_retries_until_success(
+    mode: str, failures: int, openai_server: MockServer, openai_client: Any
+) -> None:
+    openai_server.script(*[FAILURES[mode]() for _ in range(failures)], text('{"ok": true}'))
+    drafter = OpenAICompletionsDrafter(openai_client(), "m")
+    seen: list[tuple[int, BaseException]] = []
+    assert _retried_round(drafter, lambda n, exc: seen.append((n, exc))) == '{"ok": true}'
+    assert [n for n, _ in seen] == list(range(1, failures + 1))
+    assert all(isinstance(exc, ProviderError) and exc.retryable for _, exc in seen)
+    assert len(openai_server.exchanges) == failures + 1
+
+
+@pytest.mark.usefixtures("no_backoff")
+@pytest.mark.parametrize("mode", list(FAILURES))
+def test_gives_up_after_max_attempts(
+    mode: str, openai_server: MockServer, openai_client: Any
+) -> None:
+    attempts = retry_module.DEFAULT_MAX_ATTEMPTS
+    openai_server.script(*[FAILURES[mode]() for _ in range(attempts)], text("never reached"))
+    drafter = OpenAICompletionsDrafter(openai_client(), "m")
+    seen: list[int] = []
+    with pytest.raises(ProviderError) as caught:
+        _retried_round(drafter, lambda n, exc: seen.append(n))
+    assert caught.value.retryable
+    assert seen == list(range(1, attempts))
+    assert len(openai_server.exchanges) == attempts
+
+
+@pytest.mark.usefixtures("no_backoff")
+@pytest.mark.parametrize("reply", [error(400, "bad"), malformed()], ids=["400", "malformed"])
+def test_does_not_retry_what_cannot_succeed(
+    reply: Reply, openai_server: MockServer, openai_client: Any
+) -> None:
+    openai_server.script(reply, text("never reached"))
+    drafter = OpenAICompletionsDrafter(openai_client(), "m")
+    with pytest.raises(ProviderError) as caught:
+        _retried_round(drafter, lambda n, exc: pytest.fail("retried"))
+    assert not caught.value.retryable
+    assert len(openai_server.exchanges) == 1
+
+
+def test_the_wait_comes_from_the_backoff_hook(
+    monkeypatch: pytest.MonkeyPatch, openai_server: MockServer, openai_client: Any
+) -> None:
+    asked: list[tuple[int, float | None]] = []
+
+    def hook(attempt: int, exc: BaseException | None) -> float:
+        assert isinstance(exc, ProviderError)
+        asked.append((attempt, exc.retry_after))
+        return 0.0
+
+    monkeypatch.setattr(retry_module, "backoff", hook)
+    openai_server.script(FAILURES["429 retry-after"](), FAILURES["500"](), text("done"))
+    drafter = OpenAICompletionsDrafter(openai_client(), "m")
+    assert _retried_round(drafter, lambda n, exc: None) == "done"
+    assert asked == [(1, 1.0), (2, None)]
+
+
+# --------------------------------------------------------------------------- alignment
+
+ALIGN_CASES = [
+    # prefix, reply, output
+    ('{"a"', ": 1}", ": 1}"),
+    ('{"a"', '{"a": 1}', ": 1}"),
+    ('{"a"', '"a": 1}', ": 1}"),
+    ('{"a"', '```json\n{"a": 1}\n```', ": 1}\n```"),
+    ('{"a"', "```json\n: 1}", ": 1}"),
+    ('{"a"', "\n```\n: 1}", ": 1}"),
+    ("", '```json\n{"a": 1}', '{"a": 1}'),
+    ("", '{"a": 1}', '{"a": 1}'),
+    ("", "", ""),
+    ("hello", "lo world", " world"),
+    ("hello", "hello world", " world"),
+    ("hello", "hel", "hel"),
+    ("abc", "bc", ""),
+    ("abc", "", ""),
+    ("The cat sat", " on the mat", " on the mat"),
+    ("```py\nx", "```py\nx = 1", " = 1"),
+    ("x", "``", "``"),
+    ("x", "```not a fence opening because it never ends the line" + "x" * 80, None),
+    ("[1, 2", "[1, 2, 3]", ", 3]"),
+]
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 1000])
+@pytest.mark.parametrize(("prefix", "reply", "output"), ALIGN_CASES)
+def test_aligner_strips_fence_and_repeat(
+    prefix: str, reply: str, output: str | None, size: int
+) -> None:
+    got = "".join(align(prefix, chunks_of(reply, size)))
+    assert got == (reply if output is None else output)
+
+
+ANCHORED_CASES = [
+    # cut whitespace, reply, output
+    (" ", " world", "world"),
+    (" ", "world", "world"),
+    ("\n  ", "\n    x", "  x"),
+    ("\n  ", "\n  x", "x"),
+    (" \n", "\nx", "\nx"),
+    ("", "x", "x"),
+]
+
+
+@pytest.mark.parametrize("size", [1, 1000])
+@pytest.mark.parametrize(("cut", "reply", "output"), ANCHORED_CASES)
+def test_anchored_aligner_strips_the_common_start(
+    cut: str, reply: str, output: str, size: int
+) -> None:
+    got = "".join(align(cut, chunks_of(reply, size), anchored=True, strip_fence=False))
+    assert got == output
+
+
+def test_aligner_holds_back_only_what_it_must() -> None:
+    aligner = Aligner("hello")
+    assert aligner.feed("x") == "x"  # no suffix of "hello" starts with "x": decided at once
+    assert aligner.decided
+    chunk = "any chunk, passed through as it is"
+    assert aligner.feed(chunk) is chunk
+
+    aligner = Aligner("hello", strip_fence=False)
+    assert aligner.feed("l") == ""  # a repeat of "lo" or of "llo" may be starting
+    assert aligner.feed("o") == ""  # "lo" is complete and "llo" is ruled out: decided
+    assert aligner.decided
+    assert aligner.stripped == "lo"
+    assert aligner.feed(" you") == " you"
+
+
+def test_aligner_min_overlap_keeps_short_coincidences() -> None:
+    assert "".join(align('"aa', ['a"'], min_overlap=2)) == 'a"'
+    assert "".join(align('"aa', ['a"'])) == '"'
+
+
+def test_closing_the_aligned_stream_closes_the_source() -> None:
+    closed: list[bool] = []
+
+    def source() -> Iterator[str]:
+        try:
+            yield from ["a", "b", "c"]
+        finally:
+            closed.append(True)
+
+    stream = align("", source(), strip_fence=False)
+    assert next(stream) == "a"
+    stream.close()
+    assert closed == [True]
+
+
+def test_instruction_for_a_str_prompt() -> None:
+    messages = instruction("Give JSON.", '{"a"', "a JSON object")
+    assert messages[:2] == [
+        {"role": "user", "content": "Give JSON."},
+        {"role": "assistant", "content": '{"a"'},
+    ]
+    assert messages[2]["role"] == "user"
+    assert messages[2]["content"].startswith(CONTINUE_INSTRUCTION)
+    assert "a JSON object" in messages[2]["content"]
+
+
+def test_instruction_without_a_prefix_is_the_conversation_with_the_hint() -> None:
+    assert instruction("Give JSON.", "") == [{"role": "user", "content": "Give JSON."}]
+    hinted = instruction("Give JSON.", "", "a JSON object")
+    assert hinted[0]["content"].startswith("Give JSON.\n\n")
+    assert "a JSON object" in hinted[0]["content"]
+
+
+def test_instruction_merges_the_callers_own_prefill() -> None:
+    prompt = [
+        {"role": "system", "content": "Be terse."},
+        {"role": "user", "content": "JSON please"},
+        {"role": "assistant", "content": "{"},
+    ]
+    messages = instruction(prompt, '"a"')
+    assert messages[-2] == {"role": "assistant", "content": '{"a"'}
+    assert messages[0] == prompt[0]
+    assert prompt[-1] == {"role": "assistant", "content": "{"}  # the caller's list is untouched
+    assert continued_text(prompt, "x")[1] == "{x"
+
+
+def test_hint_goes_into_content_blocks() -> None:
+    messages = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    hinted = with_hint(messages, "CSV")
+    assert hinted[-1]["content"][-1]["type"] == "text"
+    assert "CSV" in hinted[-1]["content"][-1]["text"]
+    assert messages[-1]["content"] == [{"type": "text", "text": "hi"}]
+
+
+# --------------------------------------------------------------------------- FunctionDrafter
+
+
+def test_function_of_prompt_and_prefix() -> None:
+    drafter = FunctionDrafter(lambda prompt, prefix: f"<{prompt}|{prefix}>")
+    assert drafter.capabilities.prefill
+    assert not drafter.capabilities.streaming
+    stream = drafter.draft(DraftRequest(prompt="p", prefix="x"))
+    assert list(stream) == ["<p|x>"]
+    assert stream.finish_reason == "stop"
+
+
+def test_function_of_one_text() -> None:
+    drafter = FunctionDrafter(lambda text: f"[{text}]")
+    assert list(drafter.draft(DraftRequest(prompt="p", prefix="x"))) == ["[px]"]
+    with pytest.raises(TypeError):
+        drafter.draft(DraftRequest(prompt=[{"role": "user", "content": "p"}]))
+
+
+def test_function_with_a_prefix_default_takes_both() -> None:
+    def fn(prompt: str, prefix: str = "") -> str:
+        return prefix.upper()
+
+    assert list(FunctionDrafter(fn).draft(DraftRequest(prompt="p", prefix="ab"))) == ["AB"]
+
+
+def test_generator_function_streams_and_close_stops_it() -> None:
+    produced: list[int] = []
+    finished: list[bool] = []
+
+    def fn(prompt: str, prefix: str) -> Iterator[str]:
+        try:
+            for i in range(100):
+                produced.append(i)
+                yield str(i)
+        finally:
+            finished.append(True)
+
+    drafter = FunctionDrafter(fn)
+    assert drafter.capabilities.streaming
+    stream = drafter.draft(DraftRequest(prompt="p"))
+    iterator = iter(stream)
+    assert [next(iterator), next(iterator)] == ["0", "1"]
+    stream.close()
+    assert stream.finish_reason == "closed"
+    assert finished == [True]
+    assert len(produced) == 2
+
+
+def test_callable_object_with_generator_call_streams() -> None:
+    class Model:
+        def __call__(self, text: str) -> Iterator[str]:
+            yield text
+
+    assert FunctionDrafter(Model()).capabilities.streaming
+
+
+def test_function_gets_max_tokens_and_stop_when_it_names_them() -> None:
+    seen: dict[str, Any] = {}
+
+    def fn(text: str, max_tokens: int, stop: tuple[str, ...]) -> str:
+        seen.update(max_tokens=max_tokens, stop=stop)
+        return "x"
+
+    list(FunctionDrafter(fn).draft(DraftRequest(prompt="p", max_tokens=7, stop=("\n",))))
+    assert seen == {"max_tokens": 7, "stop": ("\n",)}
+
+
+def test_function_errors_become_provider_errors() -> None:
+    def broken(text: str) -> str:
+        raise ValueError("nope")
+
+    with pytest.raises(ProviderError) as caught:
+        FunctionDrafter(broken).draft(DraftRequest(prompt="p"))
+    assert not caught.value.retryable
+    assert isinstance(caught.value.__cause__, ValueError)
+
+    def flaky(text: str) -> Iterator[str]:
+        yield "a"
+        raise httpx2.ReadError("dropped")
+
+    stream = FunctionDrafter(flaky).draft(DraftRequest(prompt="p"))
+    with pytest.raises(ProviderError) as caught:
+        list(stream)
+    assert caught.value.retryable
+
+
+def test_function_must_yield_str() -> None:
+    with pytest.raises(ProviderError):
+        list(FunctionDrafter(lambda text: iter([b"bytes"])).draft(DraftRequest(prompt="p")))
+
+
+def test_sync_draft_refuses_async_functions() -> None:
+    async def fn(text: str) -> str:
+        return text
+
+    async def gen(text: str) -> AsyncIterator[str]:
+        yield text
+
+    for function in (fn, gen):
+        with pytest.raises(TypeError, match="adraft"):
+            FunctionDrafter(function).draft(DraftRequest(prompt="p"))
+
+
+@pytest.mark.anyio
+async def test_async_function_and_async_generator() -> None:
+    async def fn(prompt: str, prefix: str) -> str:
+        return prompt + prefix
+
+    async def gen(text: str) -> AsyncIterator[str]:
+        for piece in ("a", "b"):
+            yield piece
+
+    def sync(text: str) -> Iterator[str]:
+        yield from text
+
+    stream = await FunctionDrafter(fn).adraft(DraftRequest(prompt="p", prefix="q"))
+    assert [c async for c in stream] == ["pq"]
+    drafter = FunctionDrafter(gen)
+    assert drafter.capabilities.streaming
+    stream = await drafter.adraft(DraftRequest(prompt="p"))
+    assert [c async for c in stream] == ["a", "b"]
+    assert stream.finish_reason == "stop"
+    stream = await FunctionDrafter(sync).adraft(DraftRequest(prompt="xy"))
+    assert [c async for c in stream] == ["x", "y"]
+
+
+@pytest.mark.anyio
+async def test_async_generator_aclose_stops_it() -> None:
+    finished: list[bool] = []
+
+    async def gen(text: str) -> AsyncIterator[str]:
+        try:
+            for i in range(100):
+                yield str(i)
+        finally:
+            finished.append(True)
+
+    stream = await FunctionDrafter(gen).adraft(DraftRequest(prompt="p"))
+    iterator = aiter(stream)
+    assert await anext(iterator) == "0"
+    await stream.aclose()
+    assert finished == [True]
+    assert stream.finish_reason == "closed"
+
+
+# --------------------------------------------------------------------------- OpenAI chat
+
+
+def test_chat_streams_chunks_with_usage_and_request_id(
+    openai_server: MockServer, openai_client: Any
+) -> None:
+    openai_server.script(text('{"name": "Ada"}', chunk_size=3, usage=(11, 5)))
+    drafter = OpenAIChatDrafter(openai_client(), "gpt-test", temperature=0.5)
+    stream = drafter.draft(DraftRequest(prompt="A person as JSON", stop=("\n\n",)))
+    assert list(stream) == chunks_of('{"name": "Ada"}', 3)
+    assert (stream.usage.input_tokens, stream.usage.output_tokens) == (11, 5)
+    assert stream.finish_reason == "stop"
+    assert stream.request_id is not None and stream.request_id.startswith("req_")
+    body = openai_server.bodies[0]
+    assert body["model"] == "gpt-test"
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["temperature"] == 0.5
+    assert body["stop"] == ["\n\n"]
+    assert body["max_completion_tokens"] == 512
+    assert body["messages"] == [{"role": "user", "content": "A person as JSON"}]
+
+
+def test_chat_reports_length(openai_server: MockServer, openai_client: Any) -> None:
+    openai_server.script(text("abc", finish_reason="length"))
+    stream = OpenAIChatDrafter(openai_client(), "m").draft(DraftRequest(prompt="p"))
+    assert "".join(stream) == "abc"
+    assert stream.finish_reason == "length"
+
+
+def test_chat_asks_to_continue_and_aligns_the_reply(
+    openai_server: MockServer, openai_client: Any
+) -> None:
+    prefix = '{"name": "Ada", "born": '
+    openai_server.script(text('```json\n{"name": "Ada", "born": 1815}\n```', chunk_size=5))
+    drafter = OpenAIChatDrafter(openai_client(), "m")
+    assert not drafter.capabilities.prefill
+    stream = drafter.draft(DraftRequest(prompt="Ada as JSON", prefix=prefix, grammar_hint="JSON"))
+    assert "".join(stream) == "1815}\n```"
+    messages = openai_server.bodies[0]["messages"]
+    assert messages[1] == {"role": "assistant", "content": prefix}
+    assert messages[2]["role"] == "user"
+    assert messages[2]["content"].startswith(CONTINUE_INSTRUCTION)
+    assert "extra_body" not in openai_server.bodies[0]
+
+
+def test_chat_strips_a_repeated_tail(openai_server: MockServer, openai_client: Any) -> None:
+    openai_server.script(text('"born": 1815}', chunk_size=2))
+    drafter = OpenAIChatDrafter(openai_client(), "m")
+    stream = drafter.draft(DraftRequest(prompt="p", prefix='{"name": "Ada", "born"'))
+    assert "".join(stream) == ": 1815}"
+
+
+def test_chat_prefill_continues_a_final_assistant_message(
+    openai_server: MockServer, openai_client: Any
+) -> None:
+    openai_server.script(text("1815}"))
+    drafter = OpenAIChatDrafter(openai_client(), "m", prefill=True, extra_body={"top_k": 3})
+    assert drafter.capabilities.prefill
+    stream = drafter.draft(DraftRequest(prompt="Ada as JSON", prefix='{"born": '))
+    assert "".join(stream) == "1815}"
+    body = openai_server.bodies[0]
+    assert body["messages"][-1] == {"role": "assistant", "content": '{"born": '}
+    assert body["continue_final_message"] is True
+    assert body["add_generation_prompt"] is False
+    assert body["top_k"] == 3
+
+
+def test_chat_prefill_with_nothing_to_continue_sends_no_continue_flag(
+    openai_server: MockServer, openai_client: Any
+) -> None:
+    openai_server.script(text("```json\n{}"))
+    drafter = OpenAIChatDrafter(openai_client(), "m", prefill=True)
+    assert "".join(drafter.draft(DraftRequest(prompt="p"))) == "{}"
+    assert "continue_final_message" not in openai_server.bodies[0]
+
+
+def test_early_close_stops_the_server(openai_server: MockServer, openai_client: Any) -> None:
+    total = 200
+    openai_server.script(text("x" * total, chunk_size=1, delay=0.005))
+    stream = OpenAIChatDrafter(openai_client(), "m").draft(DraftRequest(prompt="p"))
+    iterator = iter(stream)
+    assert next(iterator) == "x"
+    stream.close()
+    assert stream.finish_reason == "closed"
+    (exchange,) = openai_server.wait()
+    assert exchange.client_closed
+    assert exchange.chunks_sent < total // 4
+
+
+def test_create_kwargs_cannot_override_the_drafter(openai_client: Any) -> None:
+    with pytest.raises(TypeError):
+        OpenAIChatDrafter(openai_client(), "m", messages=[])
+
+
+def test_wrong_client_pairing(openai_client: Any) -> None:
+    drafter = OpenAIChatDrafter(openai_client(), "m")
+    with pytest.raises(TypeError, match="draft"):
+        drafter.adraft(DraftRequest(prompt="p")).send(None)
+
+
+# --------------------------------------------------------------------------- OpenAI completions
+
+
+def test_completions_continue_the_raw_text(openai_server: MockServer, openai_client: Any) -> None:
+    openai_server.script(text("Lovelace", chunk_size=3, usage=(4, 2)))
+    drafter = OpenAICompletionsDrafter(openai_client(), "davinci")
+    assert drafter.capabilities.prefill
+    stream = drafter.draft(DraftRequest(prompt="Name: ", prefix="Ada ", max_tokens=9))
+    assert list(stream) == ["Lov", "ela", "ce"]
+    assert (stream.usage.input_tokens, stream.usage.output_tokens) == (4, 2)
+    body = openai_server.bodies[0]
+    assert body["prompt"] == "Name: Ada "
+    assert body["max_tokens"] == 9
+    assert openai_server.exchanges[0].path == "/v1/completions"
+
+
+def test_completions_need_a_text_prompt(openai_client: Any) -> None:
+    drafter = OpenAICompletionsDrafter(openai_client(), "m")
+    with pytest.raises(TypeError):
+        drafter.draft(DraftRequest(prompt=[{"role": "user", "content": "p"}]))
+
+
+# --------------------------------------------------------------------------- Anthropic
+
+
+def test_anthropic_prefills_and_streams(
+    anthropic_server: MockServer, anthropic_client: Any
+) -> None:
+    anthropic_server.script(text("1815}", chunk_size=2, usage=(9, 3)))
+    drafter = AnthropicDrafter(anthropic_client(), "claude-test", metadata={"user_id": "u1"})
+    assert drafter.capabilities.prefill
+    prompt = [
+        {"role": "system", "content": "Reply in JSON."},
+        {"role": "user", "content": "Ada"},
+    ]
+    stream = drafter.draft(DraftRequest(prompt=prompt, prefix='{"born":', stop=("\n",)))
+    assert list(stream) == ["18", "15", "}"]
+    assert (stream.usage.input_tokens, stream.usage.output_tokens) == (9, 3)
+    assert stream.finish_reason == "stop"
+    assert stream.request_id is not None
+    body = anthropic_server.bodies[0]
+    assert body["messages"] == [
+        {"role": "user", "content": "Ada"},
+        {"role": "assistant", "content": '{"born":'},
+    ]
+    assert body["system"] == "Reply in JSON."
+    assert body["stop_sequences"] == ["\n"]
+    assert body["metadata"] == {"user_id": "u1"}
+    assert body["max_tokens"] == 512
+
+
+@pytest.mark.parametrize(
+    ("prefix", "reply", "output"),
+    [
+        ('{"born": ', " 1815}", "1815}"),
+        ('{"born": ', "1815}", "1815}"),
+        ("a:\n  ", "\n    b", "  b"),
+    ],
+)
+def test_anthropic_trailing_whitespace_is_cut_and_realigned(
+    prefix: str, reply: str, output: str, anthropic_server: MockServer, anthropic_client: Any
+) -> None:
+    anthropic_server.script(text(reply, chunk_size=1))
+    drafter = AnthropicDrafter(anthropic_client(), "claude-test")
+    assert "".join(drafter.draft(DraftRequest(prompt="p", prefix=prefix))) == output
+    assert anthropic_server.bodies[0]["messages"][-1] == {
+        "role": "assistant",
+        "content": prefix.rstrip(),
+    }
+
+
+def test_anthropic_fresh_answer_loses_its_fence(
+    anthropic_server: MockServer, anthropic_client: Any
+) -> None:
+    anthropic_server.script(text('```json\n{"born": 1815}\n```'))
+    stream = AnthropicDrafter(anthropic_client(), "m").draft(DraftRequest(prompt="p"))
+    assert "".join(stream) == '{"born": 1815}\n```'
+    assert anthropic_server.bodies[0]["messages"] == [{"role": "user", "content": "p"}]
+
+
+def test_anthropic_max_tokens_is_length(
+    anthropic_server: MockServer, anthropic_client: Any
+) -> None:
+    anthropic_server.script(text("abc", finish_reason="length"))
+    stream = AnthropicDrafter(anthropic_client(), "m").draft(DraftRequest(prompt="p"))
+    assert "".join(stream) == "abc"
+    assert stream.finish_reason == "length"
+
+
+def test_anthropic_falls_back_when_prefill_is_refused(
+    anthropic_server: MockServer, anthropic_client: Any
+) -> None:
+    model = "claude-no-prefill"
+    anthropic_server.script(
+        error(400, PREFILL_REFUSAL),
+        text('```json\n{"born": 1815}', chunk_size=4),
+        text("1815}"),
+    )
+    client = anthropic_client()
+    drafter = AnthropicDrafter(client, model)
+    stream = drafter.draft(DraftRequest(prompt="Ada", prefix='{"born": '))
+    assert "".join(stream) == "1815}"
+    first, second = anthropic_server.bodies
+    assert first["messages"][-1] == {"role": "assistant", "content": '{"born":'}
+    assert second["messages"][-2] == {"role": "assistant", "content": '{"born": '}
+    assert second["messages"][-1]["role"] == "user"
+    assert second["messages"][-1]["content"].startswith(CONTINUE_INSTRUCTION)
+    assert not drafter.capabilities.prefill
+    assert AnthropicDrafter.refuses_prefill(model)
+
+    # A later draft for the same model, by another drafter, goes straight to the instruction.
+    again = AnthropicDrafter(client, model)
+    assert not again.capabilities.prefill
+    assert "".join(again.draft(DraftRequest(prompt="Ada", prefix='{"born": '))) == "1815}"
+    assert len(anthropic_server.bodies) == 3
+    assert anthropic_server.bodies[2]["messages"][-1]["role"] == "user"
+    # Other models still prefill.
+    assert not AnthropicDrafter.refuses_prefill("claude-other")
+
+
+def test_anthropic_other_400s_do_not_fall_back(
+    anthropic_server: MockServer, anthropic_client: Any
+) -> None:
+    anthropic_server.script(error(400, "max_tokens: must be at most 4096"), text("never"))
+    drafter = AnthropicDrafter(anthropic_client(), "claude-strict")
+    with pytest.raises(ProviderError) as caught:
+        drafter.draft(DraftRequest(prompt="p", prefix="x"))
+    assert caught.value.status == 400
+    assert not caught.value.retryable
+    assert len(anthropic_server.exchanges) == 1
+    assert drafter.capabilities.prefill
+
+
+@pytest.mark.parametrize(
+    ("kind", "retryable"), [("overloaded_error", True), ("invalid_request_error", False)]
+)
+def test_anthropic_error_event_mid_stream(
+    kind: str, retryable: bool, anthropic_server: MockServer, anthropic_client: Any
+) -> None:
+    anthropic_server.script(text("abcdefgh", disconnect_after=1, stream_error=kind))
+    stream = AnthropicDrafter(anthropic_client(), "m").draft(DraftRequest(prompt="p"))
+    received: list[str] = []
+    with pytest.raises(ProviderError) as caught:
+        for chunk in stream:
+            received.append(chunk)
+    assert received == ["abcd"]
+    assert caught.value.retryable is retryable
+    assert caught.value.request_id == stream.request_id
+
+
+def test_anthropic_early_close_stops_the_server(
+    anthropic_server: MockServer, anthropic_client: Any
+) -> None:
+    total = 200
+    anthropic_server.script(text("y" * total, chunk_size=1, delay=0.005))
+    stream = AnthropicDrafter(anthropic_client(), "m").draft(DraftRequest(prompt="p"))
+    assert next(iter(stream)) == "y"
+    stream.close()
+    (exchange,) = anthropic_server.wait()
+    assert exchange.client_closed
+    assert exchange.chunks_sent < total // 4
+
+
+# --------------------------------------------------------------------------- errors on the wire
+
+DRAFTERS = ["openai-chat", "openai-completions", "anthropic"]
+
+
+def _drafter(kind: str, request: pytest.FixtureRequest) -> tuple[Any, MockServer]:
+    if kind == "anthropic":
+        server = request.getfixturevalue("anthropic_server")
+        return AnthropicDrafter(request.getfixturevalue("anthropic_client")(), "m"), server
+    server = request.getfixturevalue("openai_server")
+    client = request.getfixturevalue("openai_client")()
+    cls = OpenAIChatDrafter if kind == "openai-chat" else OpenAICompletionsDrafter
+    return cls(client, "m"), server
+
+
+@pytest.mark.parametrize("kind", DRAFTERS)
+def test_429_with_retry_after(kind: str, request: pytest.FixtureRequest) -> None:
+    drafter, server = _drafter(kind, request)
+    server.script(error(429, "rate limited", headers={"retry-after": "7"}))
+    with pytest.raises(ProviderError) as caught:
+        drafter.draft(DraftRequest(prompt="p"))
+    assert (caught.value.status, caught.value.retryable, caught.value.retry_after) == (429, True, 7)
+    assert caught.value.request_id is not None
+    assert isinstance(caught.value.__cause__, (openai.RateLimitError, anthropic.RateLimitError))
+
+
+@pytest.mark.parametrize("kind", DRAFTERS)
+@pytest.mark.parametrize(("status", "retryable"), [(500, True), (529, True), (400, False)])
+def test_status_errors(
+    kind: str, status: int, retryable: bool, request: pytest.FixtureRequest
+) -> None:
+    drafter, server = _drafter(kind, request)
+    server.script(error(status, "scripted"))
+    with pytest.raises(ProviderError) as caught:
+        drafter.draft(DraftRequest(prompt="p"))
+    assert caught.value.status == status
+    assert caught.value.retryable is retryable
+    assert caught.value.retry_after is None
+
+
+@pytest.mark.parametrize("kind", DRAFTERS)
+def test_disconnect_mid_stream(kind: str, request: pytest.FixtureRequest) -> None:
+    drafter, server = _drafter(kind, request)
+    server.script(disconnect("abcdefghijkl", 2))
+    stream = drafter.draft(DraftRequest(prompt="p"))
+    received: list[str] = []
+    with pytest.raises(ProviderError) as caught:
+        for chunk in stream:
+            received.append(chunk)
+    assert "".join(received) == "abcdefgh"
+    assert caught.value.retryable
+    assert caught.value.request_id == stream.request_id
+
+
+@pytest.mark.parametrize("kind", DRAFTERS)
+def test_malformed_body(kind: str, request: pytest.FixtureRequest) -> None:
+    drafter, server = _drafter(kind, request)
+    server.script(malformed())
+    with pytest.raises(ProviderError) as caught:
+        list(drafter.draft(DraftRequest(prompt="p")))
+    assert not caught.value.retryable
+
+
+def test_connection_refused_is_retryable() -> None:
+    client = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key=DUMMY_KEY, max_retries=0)
+    with client, pytest.raises(ProviderError) as caught:
+        OpenAIChatDrafter(client, "m").draft(DraftRequest(prompt="p"))
+    assert caught.value.retryable
+
+
+# --------------------------------------------------------------------------- async twins
+
+
+@pytest.mark.anyio
+async def test_async_openai_chat(openai_server: MockServer, openai_client: Any) -> None:
+    openai_server.script(text('"born": 1815}', chunk_size=3, usage=(5, 4)))
+    async with openai_client(asynchronous=True) as client:
+        drafter = OpenAIChatDrafter(client, "m")
+        stream = await drafter.adraft(DraftRequest(prompt="p", prefix='{"born"'))
+        assert "".join([c async for c in stream]) == ": 1815}"
+        assert (stream.usage.input_tokens, stream.usage.output_tokens) == (5, 4)
+        assert stream.request_id is not None
+        with pytest.raises(TypeError, match="adraft"):
+            drafter.draft(DraftRequest(prompt="p"))
+
+
+@pytest.mark.anyio
+async def test_async_openai_completions(openai_server: MockServer, openai_client: Any) -> None:
+    openai_server.script(text("abcdef", chunk_size=2))
+    async with openai_client(asynchronous=True) as client:
+        stream = await OpenAICompletionsDrafter(client, "m").adraft(DraftRequest(prompt="p"))
+        assert [c async for c in stream] == ["ab", "cd", "ef"]
+        assert stream.finish_reason == "stop"
+
+
+@pytest.mark.anyio
+async def test_async_openai_early_close(openai_server: MockServer, openai_client: Any) -> None:
+    total = 200
+    openai_server.script(text("z" * total, chunk_size=1, delay=0.005))
+    async with openai_client(asynchronous=True) as client:
+        stream = await OpenAIChatDrafter(client, "m").adraft(DraftRequest(prompt="p"))
+        assert await anext(aiter(stream)) == "z"
+        await stream.aclose()
+    assert stream.finish_reason == "closed"
+    (exchange,) = openai_server.wait()
+    assert exchange.client_closed
+    assert exchange.chunks_sent < total // 4
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("reply", "retryable"),
+    [
+        (error(429, "slow", headers={"retry-after-ms": "1500"}), True),
+        (error(400, "bad"), False),
+        (disconnect("abcdefgh", 1), True),
+        (malformed(), False),
+    ],
+    ids=["429", "400", "disconnect", "malformed"],
+)
+async def test_async_openai_errors(
+    reply: Reply, retryable: bool, openai_server: MockServer, openai_client: Any
+) -> None:
+    openai_server.script(reply)
+    async with openai_client(asynchronous=True) as client:
+        drafter = OpenAIChatDrafter(client, "m")
+        with pytest.raises(ProviderError) as caught:
+            stream = await drafter.adraft(DraftRequest(prompt="p"))
+            async for _ in stream:
+                pass
+    assert caught.value.retryable is retryable
+    if reply.status == 429:
+        assert caught.value.retry_after == 1.5
+
+
+@pytest.mark.anyio
+async def test_async_anthropic_prefill_and_fallback(
+    anthropic_server: MockServer, anthropic_client: Any
+) -> None:
+    anthropic_server.script(
+        text(" 1815}", chunk_size=2, usage=(3, 2)),
+        error(400, PREFILL_REFUSAL),
+        text('{"born": 1815}'),
+    )
+    async with anthropic_client(asynchronous=True) as client:
+        stream = await AnthropicDrafter(client, "claude-a").adraft(
+            DraftRequest(prompt="p", prefix='{"born": ')
+        )
+        assert "".join([c async for c in stream]) == "1815}"
+        assert (stream.usage.input_tokens, stream.usage.output_tokens) == (3, 2)
+
+        drafter = AnthropicDrafter(client, "claude-b")
+        stream = await drafter.adraft(DraftRequest(prompt="p", prefix='{"born": '))
+        assert "".join([c async for c in stream]) == "1815}"
+        assert not drafter.capabilities.prefill
+    bodies = anthropic_server.bodies
+    assert bodies[0]["messages"][-1]["role"] == "assistant"
+    assert bodies[1]["messages"][-1]["role"] == "assistant"
+    assert bodies[2]["messages"][-1]["role"] == "user"
+
+
+@pytest.mark.anyio
+async def test_async_anthropic_errors_and_close(
+    anthropic_server: MockServer, anthropic_client: Any
+) -> None:
+    total = 200
+    anthropic_server.script(
+        error(503, "busy", headers={"retry-after": "2"}),
+        disconnect("abcdefgh", 1),
+        text("w" * total, chunk_size=1, delay=0.005),
+    )
+    async with anthropic_client(asynchronous=True) as client:
+        drafter = AnthropicDrafter(client, "m")
+        with pytest.raises(ProviderError) as caught:
+            await drafter.adraft(DraftRequest(prompt="p"))
+        assert (caught.value.status, caught.value.retry_after) == (503, 2.0)
+        stream = await drafter.adraft(DraftRequest(prompt="p"))
+        with pytest.raises(ProviderError) as caught:
+            async for _ in stream:
+                pass
+        assert caught.value.retryable
+        stream = await drafter.adraft(DraftRequest(prompt="p"))
+        assert await anext(aiter(stream)) == "w"
+        await stream.aclose()
+        with pytest.raises(TypeError, match="adraft"):
+            drafter.draft(DraftRequest(prompt="p"))
+    exchange = anthropic_server.wait()[-1]
+    assert exchange.client_closed
+    assert exchange.chunks_sent < total // 4
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("failures", [0, 2])
+async def test_async_retries(
+    failures: int, no_backoff: None, openai_server: MockServer, openai_client: Any
+) -> None:
+    openai_server.script(*[disconnect('{"partial', 1) for _ in range(failures)], text("{}"))
+    seen: list[int] = []
+    async with openai_client(asynchronous=True) as client:
+        drafter = OpenAICompletionsDrafter(client, "m")
+        async for attempt in retry_module.async_retrying(on_retry=lambda n, exc: seen.append(n)):
+            with attempt:
+                stream = await drafter.adraft(DraftRequest(prompt="p"))
+                result = "".join([c async for c in stream])
+    assert result == "{}"
+    assert seen == list(range(1, failures + 1))
+
+
+# --------------------------------------------------------------------------- as_drafter
+
+
+def test_as_drafter_passes_drafters_through() -> None:
+    drafter = FunctionDrafter(lambda text: text)
+    assert as_drafter(drafter) is drafter
+
+
+def test_as_drafter_wraps_functions() -> None:
+    drafter = as_drafter(lambda prompt, prefix: "x")
+    assert isinstance(drafter, FunctionDrafter)
+
+
+def test_as_drafter_builds_sdk_drafters(openai_client: Any, anthropic_client: Any) -> None:
+    assert isinstance(as_drafter(openai_client(), model="m"), OpenAIChatDrafter)
+    assert isinstance(as_drafter(anthropic_client(), model="m"), AnthropicDrafter)
+    with pytest.raises(TypeError, match="model"):
+        as_drafter(openai_client())
+
+
+@pytest.mark.anyio
+async def test_as_drafter_builds_async_sdk_drafters(
+    openai_client: Any, anthropic_client: Any
+) -> None:
+    async with openai_client(asynchronous=True) as oa, anthropic_client(asynchronous=True) as an:
+        assert as_drafter(oa, model="m").is_async  # type: ignore[union-attr]
+        assert as_drafter(an, model="m").is_async  # type: ignore[union-attr]
+
+
+def test_as_drafter_refuses_other_things() -> None:
+    with pytest.raises(TypeError):
+        as_drafter(42)
+
+
+def test_importing_providers_does_not_import_the_sdks() -> None:
+    # providers is imported by backtrack; a user of plain functions should not pay for the SDKs.
+    import subprocess
+    import sys
+
+    code = "import providers, sys; print('openai' in sys.modules, 'anthropic' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+    assert providers.__name__ == "providers"
