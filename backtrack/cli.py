@@ -13,10 +13,18 @@ import grammars as shipped
 from backtrack.errors import BacktrackError
 from backtrack.grammar import Grammar
 
-DEMO_PROMPT = (
-    "Write a JSON object describing a cat, with the keys name, color, age and favorite_foods "
-    "(a list). Answer with the JSON only."
-)
+DEMO_PROMPT = "Give a JSON object with the name, color and age of a cat."
+# The demo's grammar: SmolLM2 tends to add keys or quote the age, which the schema forbids.
+DEMO_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "color": {"type": "string"},
+        "age": {"type": "integer"},
+    },
+    "required": ["name", "color", "age"],
+    "additionalProperties": False,
+}
 
 
 def _grammar(spec: str) -> Grammar:
@@ -40,9 +48,17 @@ def demo(args: argparse.Namespace) -> int:
 
     _say("Loading SmolLM2-135M-Instruct (the first run converts it, about 30 s)...")
     target = LocalTarget.default(progress=_say)
-    grammar = _grammar(args.grammar)
+    grammar = _grammar(args.grammar) if args.grammar else Grammar.from_json_schema(DEMO_SCHEMA)
     _say(f"Prompt: {args.prompt}")
-    result = guide(LocalDrafter(target), grammar, prompt=args.prompt, target=target)
+    result = guide(
+        LocalDrafter(target),
+        grammar,
+        prompt=args.prompt,
+        target=target,
+        max_corrections=4,
+        max_draft_tokens=96,
+        completion_tokens=96,
+    )
     draft_round = [s for s in result.trace.spans if s.round == 0]
     print("--- unconstrained draft (first round) ---")
     print("".join(s.text for s in draft_round))
@@ -69,7 +85,9 @@ def check(args: argparse.Namespace) -> int:
         print(f"valid: the whole text ({result.chars} characters) is a sentence of the grammar")
         return 0
     if result.valid:
-        print(f"incomplete: the text is a valid prefix; expected next: {', '.join(result.expected)}")
+        print(
+            f"incomplete: the text is a valid prefix; expected next: {', '.join(result.expected)}"
+        )
         return 1
     line = result.text.count("\n", 0, result.chars) + 1
     column = result.chars - (result.text.rfind("\n", 0, result.chars) + 1) + 1
@@ -95,7 +113,9 @@ def parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(dest="command", required=True)
     d = sub.add_parser("demo", help="run guide() with SmolLM2 as both drafter and target")
     d.add_argument("--prompt", default=DEMO_PROMPT)
-    d.add_argument("--grammar", default="json", help="shipped name, .lark file or JSON schema")
+    d.add_argument(
+        "--grammar", help="shipped name, .lark file or JSON schema file (default: a cat schema)"
+    )
     d.add_argument("--html", default="backtrack-trace.html", help="where to write the trace")
     d.set_defaults(run=demo)
     c = sub.add_parser("check", help="where a text stops matching a grammar")

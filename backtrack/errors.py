@@ -1,8 +1,8 @@
 """Every error backtrack raises, under one root.
 
     BacktrackError
-    ├── GrammarError        the grammar cannot be used (syntax, unsupported construct, unknown name)
-    ├── TextError           a text is not what it must be (not UTF-8, does not parse); ValueError too
+    ├── GrammarError        the grammar cannot be used (syntax, unsupported construct, unknown)
+    ├── TextError           a text is not what it must be (not UTF-8, does not parse)
     ├── ProviderError       the drafter (an API) failed; says whether a retry could help
     └── TargetError         the local model failed or was misused
 
@@ -77,9 +77,7 @@ class TextError(BacktrackError, ValueError):
         self.byte_offset = byte_offset
         self.expected = expected
         wanted = f"; expected {', '.join(expected)}" if expected else ""
-        super().__init__(
-            f"{message} at character {char_offset} (byte {byte_offset}){wanted}"
-        )
+        super().__init__(f"{message} at character {char_offset} (byte {byte_offset}){wanted}")
 
     def context(self) -> str:
         return caret_view(self.text, self.char_offset)

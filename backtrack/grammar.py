@@ -74,7 +74,9 @@ class Grammar:
             raise TypeError(f"Lark grammar text must be str, not {type(text).__name__}")
         if not text.strip():
             raise GrammarError("empty grammar")
-        return cls(llguidance.LLMatcher.grammar_from_lark(text), kind="lark", source=text, name=name)
+        return cls(
+            llguidance.LLMatcher.grammar_from_lark(text), kind="lark", source=text, name=name
+        )
 
     @classmethod
     def from_file(cls, path: str | Path) -> Grammar:
@@ -143,7 +145,9 @@ class Grammar:
             return spec
         if isinstance(spec, str):
             return cls.load(spec) if spec in shipped.names() else cls.from_lark(spec)
-        if isinstance(spec, dict) or (isinstance(spec, type) and hasattr(spec, "model_json_schema")):
+        if isinstance(spec, dict) or (
+            isinstance(spec, type) and hasattr(spec, "model_json_schema")
+        ):
             return cls.from_json_schema(spec)
         if hasattr(spec, "ll_grammar"):
             return cls.from_guidance(spec)

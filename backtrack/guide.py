@@ -40,7 +40,11 @@ def default_target() -> LocalTarget:
 
 
 def _setup(
-    generate_fn: Any, grammar: Any, prompt: Prompt, settings: dict[str, Any], sampling: tuple[Any, ...]
+    generate_fn: Any,
+    grammar: Any,
+    prompt: Prompt,
+    settings: dict[str, Any],
+    sampling: tuple[Any, ...],
 ) -> tuple[Any, GuideLoop, Sampling]:
     from local_target import Sampling
 
@@ -94,7 +98,9 @@ def guide(
             break
         session = session or (target or default_target()).session(prompt)
         loop.apply_correction(
-            session.correct(text, loop.grammar, max_tokens=max_tokens, until=until, sampling=sampling)
+            session.correct(
+                text, loop.grammar, max_tokens=max_tokens, until=until, sampling=sampling
+            )
         )
     return loop.result()
 
@@ -157,10 +163,15 @@ async def aguide(
         if loop.step() == "done":
             break
         if session is None:
-            local = target or await asyncio.to_thread(default_target)
+            local = target if target is not None else await asyncio.to_thread(default_target)
             session = await asyncio.to_thread(local.session, prompt)
         correction = await asyncio.to_thread(
-            session.correct, text, loop.grammar, max_tokens=max_tokens, until=until, sampling=sampling
+            session.correct,
+            text,
+            loop.grammar,
+            max_tokens=max_tokens,
+            until=until,
+            sampling=sampling,
         )
         loop.apply_correction(correction)
     return loop.result()

@@ -83,9 +83,7 @@ def _spans(spans: tuple[Span, ...], rounds: tuple[Round, ...]) -> str:
 
 def render(result: GuideResult) -> str:
     trace = result.trace
-    status = (
-        '<b class="ok">valid</b>' if result.valid else '<b class="bad">not valid</b>'
-    )
+    status = '<b class="ok">valid</b>' if result.valid else '<b class="bad">not valid</b>'
     facts = [
         status,
         f"stop: <b>{_e(result.stop_reason)}</b>",
@@ -104,8 +102,8 @@ def render(result: GuideResult) -> str:
         for r in trace.rounds
     )
     return (
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'\">"
         f"<title>backtrack trace</title><style>{_STYLE}</style></head><body>"
         "<h1>backtrack trace</h1>"

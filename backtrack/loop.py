@@ -17,7 +17,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from backtrack.errors import TargetError
-from backtrack.trace import GuideResult, Origin, Round, RoundEnd, Span, StopReason, Trace
+from backtrack.trace import (
+    GuideResult,
+    Origin,
+    Round,
+    RoundEnd,
+    RoundKind,
+    Span,
+    StopReason,
+    Trace,
+)
 from providers.base import DraftRequest, Prompt
 
 if TYPE_CHECKING:
@@ -250,7 +259,7 @@ class GuideLoop:
         for flag, piece in correction.runs:
             self._span(piece, _TOKEN_ORIGIN[flag])
         reused = self._reuse_rest()
-        kind = "completion" if self._completing else "correction"
+        kind: RoundKind = "completion" if self._completing else "correction"
         self.rounds.append(
             Round(
                 index=len(self.rounds),

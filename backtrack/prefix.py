@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import llguidance
 
@@ -23,8 +23,8 @@ class _ByteVocabulary:
 
     eos_token_id = EOS
     bos_token_id = None
-    tokens = [bytes([i]) for i in range(256)] + [b"<eos>"]
-    special_token_ids = [EOS]
+    tokens: ClassVar[list[bytes]] = [bytes([i]) for i in range(256)] + [b"<eos>"]
+    special_token_ids: ClassVar[list[int]] = [EOS]
 
     def __call__(self, text: str | bytes) -> list[int]:
         return list(text if isinstance(text, bytes) else text.encode("utf-8"))

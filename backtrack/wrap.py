@@ -20,6 +20,7 @@ from typing import Any
 from backtrack.guide import aguide, guide
 from backtrack.trace import GuideResult
 
+
 class _Proxy:
     """Attribute access goes to `inner`, except for the names in `overrides`."""
 

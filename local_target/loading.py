@@ -69,7 +69,7 @@ def converted_smollm2(progress: Callable[[str], None] | None = None) -> Path:
     config = quantized.config.to_dict()
     config.pop("quantization_config", None)
     plain_config = AutoConfig.for_model(**config)
-    plain = AutoModelForCausalLM.from_config(plain_config)
+    plain = AutoModelForCausalLM.from_config(plain_config)  # type: ignore[no-untyped-call]
     plain.load_state_dict(quantized.state_dict(), strict=True)
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{CACHE_NAME}-", dir=folder.parent))
@@ -92,7 +92,7 @@ def load_pretrained(folder: str | Path, *, device: str, dtype: Any = None) -> tu
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype or torch.float32)
-    model.to(device)
-    model.eval()
+    model.to(device)  # type: ignore[arg-type]
+    model.eval()  # type: ignore[no-untyped-call]
     tokenizer = AutoTokenizer.from_pretrained(folder)
     return model, tokenizer

@@ -31,6 +31,7 @@ StopReason = Literal["eos", "grammar_end", "terminal", "max_tokens"]
 
 # A correction stops at the end of a lexeme ("terminal") once a token ends in one of these or in
 # whitespace: the drafter is better placed to write the next word.
+_CLOSING_BONUS = 10.0
 _LEXEME_ENDS = frozenset(b",:;()[]{}\"'`=<>+-*/%|&!?.")
 
 
@@ -183,6 +184,8 @@ class TargetSession:
         base = text_ids[: len(text_ids) - len(backed_off)]
         pending = vocab.decode(backed_off)
         matcher = self._matcher_at(grammar, base)
+        if matcher.validate_tokens(backed_off) != len(backed_off):
+            raise TargetError("the committed text does not match the grammar at its last token")
         self.move_to(self.ids[: self.prompt_len] + base)
 
         tokens: list[int] = []
@@ -226,11 +229,17 @@ class TargetSession:
                         stop = "terminal"
                         break
                     continue
+            logits = self.logits[0, -1]
+            if until == "complete" and len(tokens) >= max_tokens // 2:
+                # Second half of a completion budget: prefer closing over rambling on.
+                logits = logits.float().cpu() + _CLOSING_BONUS * vocab.closers
             mask_start = time.perf_counter()
             token, masked = choose(
-                self.logits[0, -1],
-                lambda t: _allowed(vocab.token_bytes[t], pending, t == vocab.eos)
-                and matcher.validate_tokens([t]) == 1,
+                logits,
+                lambda t: (
+                    _allowed(vocab.token_bytes[t], pending, t == vocab.eos)
+                    and matcher.validate_tokens([t]) == 1
+                ),
                 lambda: _full_mask(vocab, matcher, pending),
                 sampling,
                 generator,
@@ -311,4 +320,4 @@ def _ends_lexeme(new: bytearray, until: Until) -> bool:
     if until != "terminal" or not new:
         return False
     last = new[-1]
-    return last in _LEXEME_ENDS or chr(last).isspace()
+    return last in _LEXEME_ENDS or last in b" \t\r\n"

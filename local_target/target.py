@@ -62,7 +62,9 @@ class LocalTarget:
         tok = self.tokenizer
         if getattr(tok, "chat_template", None):
             messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
-            text = tok.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
+            text = tok.apply_chat_template(
+                list(messages), add_generation_prompt=True, tokenize=False
+            )
             ids: list[int] = tok(text, add_special_tokens=False)["input_ids"]
             return ids
         if not isinstance(prompt, str):

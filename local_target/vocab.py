@@ -17,6 +17,8 @@ import torch
 
 from backtrack.errors import TargetError
 
+_CLOSERS = b"\"')]};"
+
 
 class Vocabulary:
     """Token bytes, EOS ids, and masks over `n_logits` entries for one tokenizer."""
@@ -35,7 +37,18 @@ class Vocabulary:
             (b, i) for i, b in enumerate(self.token_bytes) if b and i not in self.special
         )
         self._keys = [b for b, _ in self._sorted]
-        self._by_bytes = {b: i for b, i in reversed(self._sorted)}
+        # Several tokens may share bytes (sentencepiece 'r' and its byte fallback <0x72>).
+        self._by_bytes: dict[bytes, list[int]] = {}
+        for b, i in self._sorted:
+            self._by_bytes.setdefault(b, []).append(i)
+        # Tokens that only close something (quotes, brackets, a statement), and EOS.
+        closing = [
+            i
+            for i, b in enumerate(self.token_bytes)
+            if b.strip() and not b.strip().strip(_CLOSERS) and i not in self.special
+        ]
+        self.closers = torch.zeros(n_logits, dtype=torch.bool)
+        self.closers[closing + ([self.eos] if self.eos < n_logits else [])] = True
 
     def encode(self, text: str) -> list[int]:
         """The canonical tokenization of `text` (no special tokens); decodes back to `text`."""
@@ -51,7 +64,8 @@ class Vocabulary:
         lo = bisect.bisect_left(self._keys, pending)
         hi = bisect.bisect_left(self._keys, pending + b"\xff" * 8)
         ids = [i for _, i in self._sorted[lo:hi]]
-        ids += [t for k in range(1, len(pending)) if (t := self._by_bytes.get(pending[:k])) is not None]
+        for k in range(1, len(pending)):
+            ids += self._by_bytes.get(pending[:k], [])
         mask[ids] = True
         return mask
 

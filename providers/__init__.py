@@ -28,8 +28,8 @@ from providers.base import (
 
 if TYPE_CHECKING:
     from providers.anthropic import AnthropicDrafter
-    from providers.function import FunctionDrafter
     from providers.errors import to_provider_error
+    from providers.function import FunctionDrafter
     from providers.openai import OpenAIChatDrafter, OpenAICompletionsDrafter
     from providers.retry import async_retrying, retrying, should_retry
 

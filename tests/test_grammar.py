@@ -314,7 +314,9 @@ def test_grammar_errors(make, message, line, column):
     if line is None:
         assert (err.line, err.column) == (None, None)
         assert str(err) == err.message
-    elif line is not ...:  # ...: position not checked here (see test_regex_error_position_is_in_the_pattern)
+    elif (
+        line is not ...
+    ):  # ...: position not checked here (see test_regex_error_position_is_in_the_pattern)
         assert (err.line, err.column) == (line, column)
         assert str(err).endswith(f"at line {line}, column {column}")
 
