@@ -17,13 +17,16 @@ def _json_keys(n: int = 3) -> str:
     """A JSON object with exactly `n` string-valued keys (grammar-guide's benchmark shape)."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError(f"json_keys needs a whole number of keys >= 1, got {n!r}")
-    pairs = ' "," '.join(["pair"] * n)
+    # Blanks are explicit (after each token), not %ignore'd: llguidance applies %ignore only
+    # between tokens, so it would cut blanks before and after the object that lark accepts. They
+    # go through the nullable rule _w: lark expands each `_WS?` into a copy of its rule (2**n).
+    pairs = ' "," _w '.join(["pair"] * n)
     return (
         f"// A JSON object with exactly {n} string-valued keys.\n"
-        f'start: _LEAD? "{{" {pairs} "}}"\n'
-        'pair: STRING ":" STRING\n'
+        f'start: _w "{{" _w {pairs} "}}" _w\n'
+        'pair: STRING _w ":" _w STRING _w\n'
         r'STRING: /"([^"\\\x00-\x1f]|\\["\\\/bfnrt]|\\u[0-9a-fA-F]{4})*"/'
-        "\n_LEAD: /[ \\t\\n\\r]+/\nWS: /[ \\t\\n\\r]+/\n%ignore WS\n"
+        "\n_WS: /[ \\t\\n\\r]+/\n_w: _WS?\n"
     )
 
 

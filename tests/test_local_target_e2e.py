@@ -1,0 +1,155 @@
+"""LocalTarget on the real SmolLM2-135M-Instruct (end to end; CPU is fine, about a minute).
+
+- Minimal invasiveness (DESIGN 5): where SmolLM2's unconstrained greedy answer is already valid
+  under a grammar, the constrained greedy answer is the same, token for token (forced bytes and
+  opportunistic masks included).
+- From a chat prompt alone, a JSON object with three string keys: valid and sensible.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import torch
+
+from backtrack.errors import TargetError
+from backtrack.grammar import Grammar
+from local_target import LocalTarget
+
+pytestmark = pytest.mark.e2e
+
+SENTENCES = Grammar.from_lark(
+    r"""
+start: sentence (" " sentence)*
+sentence: WORD (SEP WORD)* END
+SEP: " " | ", " | ": "
+END: "." | "!" | "?"
+WORD: /[A-Za-z0-9']+/
+"""
+)
+ARITHMETIC = Grammar.from_regex(r"[0-9]+( [-+*/=] [0-9]+)*")
+FENCED_JSON = Grammar.from_lark(
+    r"""
+start: "```json" value "```"
+?value: object | array | STRING | NUMBER | "true" | "false" | "null"
+object: "{" [pair ("," pair)*] "}"
+pair: STRING ":" value
+array: "[" [value ("," value)*] "]"
+STRING: /"([^"\\\x00-\x1f]|\\["\\\/bfnrt]|\\u[0-9a-fA-F]{4})*"/
+NUMBER: /-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/
+WS: /[ \t\n\r]+/
+%ignore WS
+"""
+)
+SELECT = Grammar.from_lark(
+    r"""
+start: select ";"
+select: "SELECT" columns "FROM" NAME [where]
+columns: "*" | NAME ("," NAME)*
+where: "WHERE" condition
+condition: NAME "IS" ["NOT"] "NULL" | NAME "=" value
+value: NUMBER | STRING
+NAME: /[A-Za-z_][A-Za-z0-9_]*/
+NUMBER: /[0-9]+/
+STRING: /'[^']*'/
+WS: /[ \t\n]+/
+%ignore WS
+"""
+)
+
+# prompt, a grammar SmolLM2's greedy answer satisfies (its answer, as seen: in the comment)
+UNCHANGED = {
+    # The capital of France is Paris.
+    "capital": ("What is the capital of France? Answer in one sentence.", SENTENCES),
+    # 2 + 2 = 4
+    "arithmetic": ("What is 2 + 2? Answer with a number only.", ARITHMETIC),
+    # The primary colors are: Red, Blue, and Yellow.
+    "colors": ("Name three primary colors.", SENTENCES),
+    # ```json\n{\n    "name": "Felix",\n    "age": 12, ...}\n```  (the fence is forced)
+    "fenced-json": (
+        "Give me a JSON object describing a cat with keys name and age. Output only JSON.",
+        FENCED_JSON,
+    ),
+    # SELECT * FROM users WHERE username IS NULL;  ("SELECT" is forced)
+    "sql": ("Write a SQL query that selects all rows from the table users.", SELECT),
+}
+
+THREE_STRINGS_SCHEMA = {
+    "type": "object",
+    "properties": {k: {"type": "string"} for k in ("title", "author", "genre")},
+    "required": ["title", "author", "genre"],
+    "additionalProperties": False,
+}
+BOOK = "Describe a book as a JSON object with the keys title, author and genre."
+
+
+@pytest.fixture(scope="module")
+def smollm2() -> Iterator[LocalTarget]:
+    # one thread: on a small, busy CPU torch's default thread pool is several times slower
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        target = LocalTarget.default(device="cpu")
+    except TargetError as exc:
+        pytest.fail(f"the default target model is unavailable: {exc}", pytrace=False)
+    yield target
+    torch.set_num_threads(threads)
+
+
+def greedy_unconstrained(target: LocalTarget, prompt: str, max_new_tokens: int) -> list[int]:
+    """model.generate's greedy tokens after the same prompt ids, without the final EOS."""
+    ids = torch.tensor([target.prompt_ids(prompt)])
+    with torch.inference_mode():
+        out = target.model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+        )
+    new: list[int] = out[0, ids.shape[1] :].tolist()
+    assert new and new[-1] == target.vocab.eos, "the answer did not end within the budget"
+    return new[:-1]
+
+
+# correct() adds a closing bonus to the logits once half of an until="complete" budget is used,
+# so the comparison holds for answers shorter than half the budget.
+BUDGET = 120
+
+
+@pytest.mark.parametrize("case", list(UNCHANGED))
+def test_valid_greedy_answer_is_unchanged(smollm2: LocalTarget, case: str) -> None:
+    prompt, grammar = UNCHANGED[case]
+    free = greedy_unconstrained(smollm2, prompt, max_new_tokens=BUDGET // 2)
+    free_text = smollm2.vocab.decode(free).decode("utf-8")
+    if not grammar.matches(free_text):
+        pytest.fail(
+            f"SmolLM2's greedy answer is no longer valid under the test grammar, so this case "
+            f"tests nothing: {free_text!r}; pick another prompt or grammar",
+            pytrace=False,
+        )
+    c = smollm2.correct(prompt, "", grammar, until="complete", max_tokens=BUDGET)
+    assert list(c.tokens) == free, (c.text, free_text, c.flags)
+    assert c.text == free_text
+    assert c.complete
+    assert c.stop_reason in ("eos", "grammar_end")
+
+
+@pytest.mark.parametrize(
+    "grammar",
+    [Grammar.load("json_keys", n=3), Grammar.from_json_schema(THREE_STRINGS_SCHEMA)],
+    ids=["json_keys-3", "schema-3-strings"],
+)
+def test_json_with_three_string_keys(smollm2: LocalTarget, grammar: Grammar) -> None:
+    c = smollm2.correct(BOOK, "", grammar, until="complete", max_tokens=80)
+    assert c.complete and grammar.matches(c.text), c.text
+    value: Any = json.loads(c.text)
+    assert isinstance(value, dict) and len(value) == 3, value
+    for key, item in value.items():
+        assert re.fullmatch(r"[A-Za-z][A-Za-z _]*", key), key
+        assert isinstance(item, str) and re.search(r"[A-Za-z]{2}", item), (key, item)
+    # a book has these (the prompt names them; the schema forces them)
+    assert set(value) == {"title", "author", "genre"}
