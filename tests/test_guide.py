@@ -67,23 +67,26 @@ def continuation(doc: str, prefix: str, grammar: Grammar | None = None, window: 
     """What an API that means to write `doc` writes after `prefix`.
 
     Where the prefix is a start of the document, the rest of it. Otherwise the candidates are the
-    points after the longest suffix of the prefix's last `window` characters found in the document
-    past where they part (at least 3 characters), and that parting point (or a character or two
-    past it, replaced by a correction): the first candidate
-    whose text completes the prefix, else the first whose text fits after it (a competent API
-    reads what it continues), else the first.
+    points after the longest suffixes of the prefix's last `window` characters found in the
+    document past where the two part, and that parting point (or a character or two past it, for
+    text a correction replaced). Given a grammar, it takes the first candidate whose text completes
+    the prefix, else the first whose text fits after it (a competent API reads what it continues);
+    else, or without a grammar, the longest suffix of at least 3 characters, else the parting
+    point.
     """
     if doc.startswith(prefix):
         return doc[len(prefix) :]
     parted = common_prefix(doc, prefix)
     tail = prefix[-window:]
-    candidates: list[int] = []
-    for n in range(len(tail), 2, -1):
-        found = doc.find(tail[-n:], max(parted - n + 1, 0))
-        if found >= 0:
-            candidates.append(found + n)
-    candidates += [parted, parted + 1, parted + 2]  # the text a correction replaced, skipped
+
+    def after_suffixes(sizes: range) -> list[int]:
+        found = (doc.find(tail[-n:], max(parted - n + 1, 0)) for n in sizes)
+        return [at + n for at, n in zip(found, sizes, strict=True) if at >= 0]
+
+    long = after_suffixes(range(len(tail), 2, -1))
+    skips = [parted, parted + 1, parted + 2]  # or the text a correction replaced, skipped
     if grammar is not None:
+        candidates = [*long, *after_suffixes(range(min(2, len(tail)), 0, -1)), *skips]
         for start in candidates:  # what completes the text
             if grammar.matches(prefix + doc[start:]):
                 return doc[start:]
@@ -91,7 +94,7 @@ def continuation(doc: str, prefix: str, grammar: Grammar | None = None, window: 
             rest = doc[start:]
             if rest and grammar.check(prefix + rest).chars == len(prefix) + len(rest):
                 return rest
-    return doc[candidates[0] :]
+    return doc[[*long, *skips][0] :]
 
 
 Failure = Callable[[int], "tuple[int, BaseException] | None"]
@@ -747,10 +750,10 @@ SCHEMA = {
 
 def _concurrent_box(i: int) -> tuple[BlackBox, Grammar]:
     if i % 2:
-        doc = f'{{"a": [{i}, {i + 1}]}}'
-        return BlackBox(doc, replies=[doc[:-2] + "}"], grammar=JSON), JSON
+        doc = f'{{"a": [{i}, {i + 1}, {i + 2}], "b": null}}'
+        return BlackBox(doc, replies=[doc.replace("]", "}")], grammar=JSON), JSON
     doc = f'{{"a": {i}, "b": {i * 3}}}'
-    return BlackBox(doc, replies=[doc.replace(",", "")]), SCHEMA_GRAMMAR
+    return BlackBox(doc, replies=[doc.replace(",", "")], grammar=SCHEMA_GRAMMAR), SCHEMA_GRAMMAR
 
 
 SCHEMA_GRAMMAR = Grammar.from_json_schema(SCHEMA)
