@@ -168,13 +168,14 @@ def _case(c: str, rng: random.Random) -> str:
 class Sampler:
     """Random sentences of a Lark grammar (text as given to `Grammar.from_lark`).
 
-    `examples` maps a terminal name to strings to draw from instead of its pattern. `max_depth`
-    bounds the nesting of rules, `max_tokens` the terminals of one sentence: each sentence aims at a
-    number of terminals drawn between half of it and it (both bounds are soft: past them, each rule takes its
-    shortest way out). Below them, `grow` is the chance that a rule picks its alternatives
-    weighted by how many rules they hold (else uniformly). `empty` is the
-    chance that a rule with an empty alternative (an optional blank, say) takes it; None: the
-    empty alternative is drawn like the others. Below 0.5, tokens are glued together less often.
+    `examples` maps a terminal name to strings to draw from instead of its pattern.
+    `max_depth` bounds the nesting of rules and `max_tokens` the terminals of one sentence: each
+    sentence aims at a number of terminals drawn between half of `max_tokens` and all of it. Both
+    bounds are soft: past them, each rule takes its shortest way out. Below them, `grow` is the
+    chance that a rule picks its alternatives weighted by how many rules they hold (else
+    uniformly). `empty` is the chance that a rule with an empty alternative (an optional blank,
+    say) takes it; None: the empty alternative is drawn like the others. Below 0.5, tokens are
+    glued together less often.
     """
 
     def __init__(

@@ -63,14 +63,21 @@ def common_prefix(a: str, b: str) -> int:
     return n
 
 
-def continuation(doc: str, prefix: str, grammar: Grammar | None = None, window: int = 20) -> str:
+def continuation(
+    doc: str,
+    prefix: str,
+    grammar: Grammar | None = None,
+    fallbacks: Sequence[str] = (),
+    window: int = 20,
+) -> str:
     """What an API that means to write `doc` writes after `prefix`.
 
     Where the prefix is a start of the document, the rest of it. Otherwise the candidates are the
     points after the longest suffixes of the prefix's last `window` characters found in the
     document past where the two part, and that parting point (or a character or two past it, for
     text a correction replaced). Given a grammar, it takes the first candidate whose text completes
-    the prefix, else the first whose text fits after it (a competent API reads what it continues);
+    the prefix, else the first whose text fits after it (a competent API reads what it continues),
+    else the first of `fallbacks` that fits (what it would write after a prefix it did not mean);
     else, or without a grammar, the longest suffix of at least 3 characters, else the parting
     point.
     """
@@ -94,6 +101,9 @@ def continuation(doc: str, prefix: str, grammar: Grammar | None = None, window: 
             rest = doc[start:]
             if rest and grammar.check(prefix + rest).chars == len(prefix) + len(rest):
                 return rest
+        for rest in fallbacks:
+            if grammar.check(prefix + rest).chars == len(prefix) + len(rest):
+                return rest
     return doc[[*long, *skips][0] :]
 
 
@@ -114,6 +124,7 @@ class BlackBox:
     replies: Sequence[str | None] = ()
     habit: Callable[[str], str] | None = None
     grammar: Grammar | None = None
+    fallbacks: Sequence[str] = ()
     chunk: int = 0
     fail: Failure | None = None
     prefixes: list[str] = field(default_factory=list)
@@ -125,7 +136,7 @@ class BlackBox:
         self.prefixes.append(prefix)
         if call < len(self.replies) and self.replies[call] is not None:
             return str(self.replies[call])
-        text = continuation(self.doc, prefix, self.grammar)
+        text = continuation(self.doc, prefix, self.grammar, self.fallbacks)
         return self.habit(text) if self.habit else text
 
     def _failure(self, call: int) -> tuple[int, BaseException] | None:
@@ -296,6 +307,7 @@ class Case:
     draft: str  # its first reply, with the slip
     preamble: str = ""  # what must be dropped before the answer
     habit: Callable[[str], str] | None = None
+    fallbacks: tuple[str, ...] = ()
 
 
 def _python(text: str) -> str:
@@ -323,6 +335,8 @@ CASES = {
         "sqlite",
         "SELECT name FROM users WHERE name LIKE 'a%' LIMIT 5",
         "SELECT name FROM users WHERE name ILIKE 'a%' LIMIT 5",
+        # The cut leaves "... WHERE name I": the target goes on with IN or IS.
+        fallbacks=("'a%') LIMIT 5", " 'a%') LIMIT 5", "('a%') LIMIT 5", " NULL LIMIT 5"),
     ),
     "sql-top": Case("sqlite", "SELECT name FROM users LIMIT 5", "SELECT TOP 5 name FROM users"),
     "sql-similar-to": Case(
@@ -343,7 +357,9 @@ def _case_params() -> list[Any]:
 @pytest.mark.parametrize("case", _case_params())
 def test_repairs_slip(case: Case, target: LocalTarget) -> None:
     grammar = Grammar.load(case.grammar)
-    box = BlackBox(case.doc, replies=[case.draft], habit=case.habit, grammar=grammar)
+    box = BlackBox(
+        case.doc, replies=[case.draft], habit=case.habit, grammar=grammar, fallbacks=case.fallbacks
+    )
     result = run(box, grammar, target)
     check_result(result, grammar)
     assert result.valid, (result.stop_reason, result.text)

@@ -563,6 +563,25 @@ def test_sessions_interleaved_match_alone(target: Any, name: str) -> None:
     assert got_b == alone_b
 
 
+@pytest.mark.parametrize("name", ["smollm2", "mistral-padded"])
+def test_used_session_matches_fresh(target: Any, name: str) -> None:
+    """A correction depends on the prompt and the committed text only, not on what the session
+    did before (its cache, matcher and their rollbacks)."""
+    made = target(name)
+    rng = random.Random(5)
+    used = made.session("History:")
+    for step in range(12):
+        grammar_name, doc = DOCUMENTS[DOC_IDS[step % len(DOC_IDS)]]
+        grammar = GRAMMARS[grammar_name]
+        text = doc[: rng.randrange(0, len(doc))]
+        until = ["terminal", "complete", 3][step % 3]
+        sampling = Sampling(1.0 if step % 2 else 0.0, seed=step)
+        options: dict[str, Any] = {"max_tokens": 6, "until": until, "sampling": sampling}
+        again = used.correct(text, grammar, **options)
+        fresh = made.session("History:").correct(text, grammar, **options)
+        assert again.tokens == fresh.tokens, (step, text)
+
+
 PROMPT_PAIRS = {
     "shared-prefix": ("The quick brown fox jumps over the dog", "The quick brown fox sleeps"),
     "extends": ("The quick brown fox", "The quick brown fox sleeps all day long"),
