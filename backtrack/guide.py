@@ -11,13 +11,14 @@ import asyncio
 import threading
 from typing import TYPE_CHECKING, Any
 
+# A module import, resolved at call time: `import providers.retry` first runs backtrack/__init__.
+import providers.retry as retry_policy
 from backtrack.errors import ProviderError
 from backtrack.grammar import Grammar
 from backtrack.loop import GuideLoop, Settings
 from backtrack.trace import GuideResult
 from providers import as_drafter
 from providers.base import Prompt
-from providers.retry import DEFAULT_MAX_ATTEMPTS, async_retrying, retrying
 
 if TYPE_CHECKING:
     # local_target (and torch) load on first use: `import backtrack` stays light, and
@@ -52,6 +53,11 @@ def _setup(
     return as_drafter(generate_fn), loop, Sampling(*sampling)
 
 
+def _attempts(max_attempts: int | None) -> int:
+    """`max_attempts`, or the retry policy's default."""
+    return retry_policy.DEFAULT_MAX_ATTEMPTS if max_attempts is None else max_attempts
+
+
 def _fail(loop: GuideLoop, exc: BaseException, retries: int) -> ProviderError:
     """Record the failure; the error to raise, carrying the partial result."""
     loop.draft_failed(exc, retries=retries)
@@ -71,7 +77,7 @@ def guide(
     max_draft_tokens: int = 512,
     temperature: float = 0.0,
     seed: int | None = None,
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    max_attempts: int | None = None,
     **settings: Any,
 ) -> GuideResult:
     """Let `generate_fn` write, keep its output inside `grammar`, correct it locally.
@@ -105,7 +111,7 @@ def guide(
     return loop.result()
 
 
-def _draft_round(loop: GuideLoop, drafter: Any, max_attempts: int) -> None:
+def _draft_round(loop: GuideLoop, drafter: Any, max_attempts: int | None) -> None:
     retries = 0
 
     def count(n: int, _exc: BaseException) -> None:
@@ -113,7 +119,7 @@ def _draft_round(loop: GuideLoop, drafter: Any, max_attempts: int) -> None:
         retries = n
 
     try:
-        for attempt in retrying(max_attempts=max_attempts, on_retry=count):
+        for attempt in retry_policy.retrying(max_attempts=_attempts(max_attempts), on_retry=count):
             with attempt:
                 stream = drafter.draft(loop.draft_request())
                 try:
@@ -143,7 +149,7 @@ async def aguide(
     max_draft_tokens: int = 512,
     temperature: float = 0.0,
     seed: int | None = None,
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    max_attempts: int | None = None,
     **settings: Any,
 ) -> GuideResult:
     """The async twin of guide(): drafts stream with `await`; corrections run in a thread."""
@@ -177,7 +183,7 @@ async def aguide(
     return loop.result()
 
 
-async def _adraft_round(loop: GuideLoop, drafter: Any, max_attempts: int) -> None:
+async def _adraft_round(loop: GuideLoop, drafter: Any, max_attempts: int | None) -> None:
     retries = 0
 
     def count(n: int, _exc: BaseException) -> None:
@@ -185,7 +191,9 @@ async def _adraft_round(loop: GuideLoop, drafter: Any, max_attempts: int) -> Non
         retries = n
 
     try:
-        async for attempt in async_retrying(max_attempts=max_attempts, on_retry=count):
+        async for attempt in retry_policy.async_retrying(
+            max_attempts=_attempts(max_attempts), on_retry=count
+        ):
             with attempt:
                 stream = await drafter.adraft(loop.draft_request())
                 try:

@@ -18,7 +18,8 @@ import torch
 from servers import MockServer, Reply, disconnect, error, text
 from test_guide import JSON, check_result, continuation, good_prefix
 
-from backtrack import GuideResult, ProviderError, aguide, guide
+import grammars
+from backtrack import Grammar, GuideResult, ProviderError, aguide, guide
 from backtrack.trace import OUTPUT_ORIGINS
 from local_target import LocalTarget
 from providers import AnthropicDrafter, OpenAIChatDrafter, OpenAICompletionsDrafter, Usage
@@ -357,6 +358,27 @@ def test_usage_of_a_repaired_run(
     assert result.usage == Usage(
         sum(r.input_tokens for r in drafts), sum(r.output_tokens for r in drafts)
     )
+
+
+@pytest.mark.skipif("sqlite" not in grammars.names(), reason="no grammars/sqlite.lark")
+@pytest.mark.xfail(
+    strict=True,
+    reason="GuideLoop.end_draft stops as soon as the text is complete, before it looks at the "
+    "finish reason: a reply cut by its token budget at a complete point loses the rest",
+)
+def test_reply_cut_by_its_token_budget_goes_on_even_when_complete(
+    openai_server: MockServer, openai_client: Any
+) -> None:
+    """`SELECT name FROM users` is a whole query, but the API stopped for its token budget
+    (finish_reason "length"), not because it had finished: the loop must ask for the rest."""
+    sql = Grammar.load("sqlite")
+    query = "SELECT name FROM users WHERE name LIKE 'a%'"
+    openai_server.script(text("SELECT name FROM users", finish_reason="length"))
+    openai_server.script(text(" WHERE name LIKE 'a%'"))
+    drafter = OpenAICompletionsDrafter(openai_client(), "gpt-test")
+    result = guide(drafter, sql, prompt=PROMPT, target=_NoTarget())
+    check_result(result, sql)
+    assert (result.text, result.api_calls) == (query, 2)
 
 
 class _NoTarget:
