@@ -201,9 +201,25 @@ class Grammar:
                     expected=result.expected,
                 )
             raise result.error()
-        return self._lark_parser().parse(text)
+        import lark
+
+        try:
+            return self._lark_parser().parse(text)
+        except lark.exceptions.UnexpectedInput as exc:
+            at = getattr(exc, "pos_in_stream", None) or 0
+            raise TextError(
+                "llguidance accepts this text but the lark library does not (the grammar means "
+                "different things to the two engines)",
+                text=text,
+                char_offset=at,
+                byte_offset=len(text[:at].encode("utf-8")),
+            ) from exc
 
     def _lark_parser(self) -> Any:
+        with self._lock:
+            return self._build_lark_parser()
+
+    def _build_lark_parser(self) -> Any:
         if self._lark is None:
             import lark
 

@@ -735,3 +735,15 @@ def test_coerce_shipped_name_before_lark_text():
     assert Grammar.coerce("json").name == "json"
     with pytest.raises(GrammarError, match=r"Expected token ':'.* at line 1, column 6"):
         Grammar.coerce("jsonx")  # not a shipped name, so read as (bad) Lark text
+
+
+@pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")
+def test_parse_reports_an_engine_disagreement_as_text_error():
+    # Rust's regex reads [[:digit:]] as a POSIX class; Python's re reads a set of ':[digt'.
+    grammar = Grammar.from_lark("start: /[[:digit:]]+/")
+    assert grammar.matches("12")
+    with pytest.raises(
+        TextError, match="llguidance accepts this text but the lark library"
+    ) as info:
+        grammar.parse("12")
+    assert (info.value.char_offset, info.value.byte_offset) == (0, 0)
