@@ -111,6 +111,17 @@ def guide(
     return loop.result()
 
 
+def _end_round(loop: GuideLoop, stream: Any, retries: int) -> None:
+    """Report a finished draft stream (sync or async) to the loop."""
+    loop.end_draft(
+        finish_reason=stream.finish_reason,
+        input_tokens=stream.usage.input_tokens,
+        output_tokens=stream.usage.output_tokens,
+        request_id=stream.request_id,
+        retries=retries,
+    )
+
+
 def _draft_round(loop: GuideLoop, drafter: Any, max_attempts: int | None) -> None:
     retries = 0
 
@@ -130,13 +141,7 @@ def _draft_round(loop: GuideLoop, drafter: Any, max_attempts: int | None) -> Non
                     stream.close()
     except Exception as exc:
         raise _fail(loop, exc, retries) from exc
-    loop.end_draft(
-        finish_reason=stream.finish_reason,
-        input_tokens=stream.usage.input_tokens,
-        output_tokens=stream.usage.output_tokens,
-        request_id=stream.request_id,
-        retries=retries,
-    )
+    _end_round(loop, stream, retries)
 
 
 async def aguide(
@@ -204,10 +209,4 @@ async def _adraft_round(loop: GuideLoop, drafter: Any, max_attempts: int | None)
                     await stream.aclose()
     except Exception as exc:
         raise _fail(loop, exc, retries) from exc
-    loop.end_draft(
-        finish_reason=stream.finish_reason,
-        input_tokens=stream.usage.input_tokens,
-        output_tokens=stream.usage.output_tokens,
-        request_id=stream.request_id,
-        retries=retries,
-    )
+    _end_round(loop, stream, retries)

@@ -71,6 +71,29 @@ def _split(kwargs: dict[str, Any], defaults: dict[str, Any]) -> tuple[Any, dict[
     return kwargs.pop("grammar"), options
 
 
+def _guided_create(client: Any, original: Any, setup: Any, respond: Any) -> Any:
+    """`create` (or async `acreate`) that runs guide() when given `grammar=`, else `original`.
+    `setup(kwargs)` gives (drafter, grammar, guide options); `respond(model, result)` the SDK
+    response."""
+    if _is_async(client):
+
+        async def acreate(*args: Any, **kwargs: Any) -> Any:
+            if "grammar" not in kwargs:
+                return await original(*args, **kwargs)
+            drafter, grammar, options = setup(kwargs)
+            return respond(drafter.model, await aguide(drafter, grammar, **options))
+
+        return acreate
+
+    def create(*args: Any, **kwargs: Any) -> Any:
+        if "grammar" not in kwargs:
+            return original(*args, **kwargs)
+        drafter, grammar, options = setup(kwargs)
+        return respond(drafter.model, guide(drafter, grammar, **options))
+
+    return create
+
+
 def _openai_create(client: Any, original: Any, defaults: dict[str, Any]) -> Any:
     from providers.openai import OpenAIChatDrafter
 
@@ -80,23 +103,7 @@ def _openai_create(client: Any, original: Any, defaults: dict[str, Any]) -> Any:
         drafter = OpenAIChatDrafter(client, model, **kwargs)
         return drafter, grammar, dict(options, prompt=messages)
 
-    if _is_async(client):
-
-        async def acreate(*args: Any, **kwargs: Any) -> Any:
-            if "grammar" not in kwargs:
-                return await original(*args, **kwargs)
-            drafter, grammar, options = setup(kwargs)
-            return _chat_completion(drafter.model, await aguide(drafter, grammar, **options))
-
-        return acreate
-
-    def create(*args: Any, **kwargs: Any) -> Any:
-        if "grammar" not in kwargs:
-            return original(*args, **kwargs)
-        drafter, grammar, options = setup(kwargs)
-        return _chat_completion(drafter.model, guide(drafter, grammar, **options))
-
-    return create
+    return _guided_create(client, original, setup, _chat_completion)
 
 
 def _anthropic_create(client: Any, original: Any, defaults: dict[str, Any]) -> Any:
@@ -110,23 +117,7 @@ def _anthropic_create(client: Any, original: Any, defaults: dict[str, Any]) -> A
         drafter = AnthropicDrafter(client, model, **kwargs)
         return drafter, grammar, dict(options, prompt=messages)
 
-    if _is_async(client):
-
-        async def acreate(*args: Any, **kwargs: Any) -> Any:
-            if "grammar" not in kwargs:
-                return await original(*args, **kwargs)
-            drafter, grammar, options = setup(kwargs)
-            return _message(drafter.model, await aguide(drafter, grammar, **options))
-
-        return acreate
-
-    def create(*args: Any, **kwargs: Any) -> Any:
-        if "grammar" not in kwargs:
-            return original(*args, **kwargs)
-        drafter, grammar, options = setup(kwargs)
-        return _message(drafter.model, guide(drafter, grammar, **options))
-
-    return create
+    return _guided_create(client, original, setup, _message)
 
 
 @functools.cache

@@ -183,6 +183,7 @@ class TargetSession:
         backed_off = text_ids[-1:] if heal and text_ids else []
         base = text_ids[: len(text_ids) - len(backed_off)]
         pending = vocab.decode(backed_off)
+        healed_bytes = len(pending)
         matcher = self._matcher_at(grammar, base)
         if matcher.validate_tokens(backed_off) != len(backed_off):
             raise TargetError("the committed text does not match the grammar at its last token")
@@ -263,7 +264,7 @@ class TargetSession:
             flags=tuple(flags),
             complete=bool(matcher.is_accepting()),
             stop_reason=stop,
-            healed_bytes=len(vocab.decode(backed_off)),
+            healed_bytes=healed_bytes,
             seconds=time.perf_counter() - start,
             forward_seconds=self.forward_seconds - forward0,
             mask_seconds=mask_seconds,
