@@ -35,6 +35,12 @@ if TYPE_CHECKING:
 
 Step = Literal["draft", "correct", "done"]
 
+_BLANKS_OR_END = frozenset(b" \t\r\n") | {256}
+_PRINTABLE = frozenset(range(0x20, 0x7F))
+# Where the grammar takes (nearly) any printable character next, the text is inside a free-text
+# lexeme (a string, a quoted name): a draft's rest appended there would be read as its content.
+_FREE_TEXT = 90
+
 _TOKEN_ORIGIN: dict[str, Origin] = {
     "healed": "healed",
     "forced": "forced",
@@ -93,6 +99,7 @@ class GuideLoop:
         self._completing = False
         self._draft: _Draft | None = None
         self._rest = ""  # the last cut draft's remainder, offered for reuse after a correction
+        self._rest_is_all = False  # ... and it runs to the end of the drafter's reply
         self._started = time.perf_counter()
 
     @property
@@ -113,7 +120,15 @@ class GuideLoop:
     # -- drafts ---------------------------------------------------------------------------------
 
     def draft_request(self) -> DraftRequest:
-        self._draft = _Draft(started=time.perf_counter(), seeking=not self.text)
+        """The request for a draft; called again for each retry of a round's failed attempt."""
+        failed = self._draft  # an earlier attempt of this round: what it committed stays
+        if failed is not None and failed.seeking:
+            self._span("".join(failed.received), "dropped")
+        self._draft = _Draft(
+            started=failed.started if failed else time.perf_counter(),
+            accepted=failed.accepted if failed else 0,
+            seeking=not self.text,
+        )
         return DraftRequest(self.prompt, self.text, self.settings.max_draft_tokens)
 
     def on_chunk(self, chunk: str) -> bool:
@@ -178,8 +193,9 @@ class GuideLoop:
         elif draft.cut:
             self._span(rest, "rejected")
             self._rest = rest
+            self._rest_is_all = finish_reason == "stop"
             self._next = "correct"
-        elif self.checker.complete:
+        elif self.checker.complete and (finish_reason != "length" or self.checker.stopped):
             self.stop_reason = "complete"
         elif draft.accepted and finish_reason == "length":
             self._next = "draft"  # cut short by its token budget: let it go on
@@ -226,8 +242,9 @@ class GuideLoop:
 
     def _is_trailing(self, rest: str) -> bool:
         """At a complete point, is the rejected rest commentary rather than a slip? It is when the
-        grammar cannot go on at all, or the rest starts a new line or a code fence."""
-        if self.checker.stopped or not rest.strip():
+        grammar cannot go on at all or only with blanks, or the rest starts a new line or a code
+        fence."""
+        if self.checker.stopped or not rest.strip() or self.checker.next_bytes() <= _BLANKS_OR_END:
             return True
         text = self.text
         tail = text[len(text.rstrip()) :]
@@ -273,8 +290,8 @@ class GuideLoop:
         )
         if self._completing:
             self.stop_reason = "target_completed" if self.checker.complete else "incomplete"
-        elif self.checker.complete and self.checker.stopped:
-            self.stop_reason = "complete"
+        elif self.checker.complete and (self.checker.stopped or (reused and self._rest_is_all)):
+            self.stop_reason = "complete"  # nothing left to write, or the drafter had finished
         else:
             self._next = "draft"
 
@@ -282,6 +299,8 @@ class GuideLoop:
         rest, self._rest = self._rest, ""
         if not rest:
             return ""
+        if len(self.checker.next_bytes() & _PRINTABLE) >= _FREE_TEXT:
+            return ""  # inside a string the correction opened: the rest would become its content
         before = self.checker.chars
         taken = self.checker.feed(rest)
         long_enough = len(rest) >= self.settings.min_reuse_chars
@@ -315,7 +334,8 @@ def _prompt_text(prompt: Prompt) -> str:
 
 def _answer_start(grammar: Grammar, received: str, *, final: bool) -> int | None:
     """The first offset where `received` continues as the grammar for a while: to its end, or for
-    at least 8 characters. A code fence's content is tried first."""
+    at least 8 characters past where valid runs from earlier offsets end. A code fence's content
+    is tried first."""
     fence = received.find("```")
     candidates: list[int] = []
     if fence >= 0:
@@ -323,8 +343,13 @@ def _answer_start(grammar: Grammar, received: str, *, final: bool) -> int | None
         if newline >= 0:
             candidates.append(newline + 1)
     candidates += range(len(received))
+    reach = 0  # where the valid runs from earlier offsets end
     for start in candidates:
         check = grammar.check(received[start:])
-        if check.chars >= 8 or (check.valid and check.chars and (final or start == 0)):
+        # Inside an earlier run only what goes beyond it counts: `{"ok": True` starts at 0,
+        # not at the string `": True, "` four characters in.
+        beyond = start + check.chars - max(start, reach)
+        if beyond >= 8 or (check.valid and beyond == check.chars > 0 and (final or start == 0)):
             return start
+        reach = max(reach, start + check.chars)
     return None

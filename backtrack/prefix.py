@@ -129,11 +129,16 @@ def _show_char(b: int) -> str:
     return chr(b) if 32 < b < 127 else f"\\x{b:02x}"
 
 
+def allowed_bytes(matcher: llguidance.LLMatcher) -> list[int]:
+    """The bytes `matcher` allows next, EOS (256) included."""
+    mask = matcher.compute_bitmask()
+    return [b for b in range(EOS + 1) if mask[b // 8] >> (b % 8) & 1]
+
+
 def expected_after(matcher: llguidance.LLMatcher) -> tuple[str, ...]:
     """What may come next in `matcher`'s state, readable: each allowed byte extended by the bytes
     the grammar then forces ('t' -> "true"), runs of bytes as ranges, and 'end of text'."""
-    mask = matcher.compute_bitmask()
-    allowed = [b for b in range(257) if mask[b // 8] >> (b % 8) & 1]
+    allowed = allowed_bytes(matcher)
     continuations: dict[int, bytes] = {}
     for b in allowed:
         if b == EOS or b >= 128:
@@ -274,6 +279,10 @@ class Checker:
     def expected(self) -> tuple[str, ...]:
         """What may come next after `text`."""
         return expected_after(self._matcher.deep_copy())
+
+    def next_bytes(self) -> frozenset[int]:
+        """The bytes that may follow `text` (256 stands for the end of text)."""
+        return frozenset(allowed_bytes(self._matcher))
 
     def allows(self, chunk: str) -> bool:
         """Whether `text + chunk` would still be a valid prefix (the state is unchanged)."""

@@ -318,7 +318,8 @@ def _incomplete_utf8(data: bytearray) -> bool:
 
 
 def _ends_lexeme(new: bytearray, until: Until) -> bool:
-    if until != "terminal" or not new:
+    """`new` ends a lexeme and has written something besides blanks."""
+    if until != "terminal" or not new.strip():
         return False
     last = new[-1]
     return last in _LEXEME_ENDS or last in b" \t\r\n"

@@ -126,6 +126,7 @@ class FunctionDrafter:
             raise TypeError(f"{self.fn!r} yields asynchronously: use adraft() (aguide) with it")
         stream = DraftStream(chunks=iter(()))
         if isinstance(result, str):
+            stream.finish_reason = "stop"  # the whole reply is here, even if it is not all read
             source: Iterator[Any] = iter([result])
         elif hasattr(result, "__iter__"):
             source = iter(result)
@@ -166,6 +167,7 @@ class FunctionDrafter:
                 raise _as_provider_error(exc) from exc
         stream = AsyncDraftStream(chunks=NoChunks())
         if isinstance(result, str):
+            stream.finish_reason = "stop"  # the whole reply is here, even if it is not all read
             source: AsyncIterator[Any] = _aiter_sync(iter([result]))
         elif hasattr(result, "__aiter__"):
             source = aiter(result)

@@ -374,11 +374,6 @@ def test_repairs_slip(case: Case, target: LocalTarget) -> None:
     assert result.stop_reason in ("complete", "trailing_dropped", "target_completed")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="loop._answer_start takes offset 4 (10 valid characters) over offset 0 (7): the "
-    "good start '{\"ok' is dropped as a preamble",
-)
 def test_keeps_a_good_start_that_a_later_offset_would_continue_longer() -> None:
     """Seeking the answer's start must not jump inside a good start: `{"ok": True...` is an
     answer cut after 7 characters, not a preamble `{"ok` before the string `": True, "`."""
@@ -420,12 +415,6 @@ def test_missing_comma_reuses_the_rejected_rest(target: LocalTarget) -> None:
     assert result.corrections == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after a correction whose reused remainder completes the text, the loop asks the "
-    "drafter again (an API call that returns nothing) although the drafter's whole reply was "
-    "already received",
-)
 def test_reused_remainder_that_completes_needs_no_second_call() -> None:
     box = BlackBox('{"a": 1, "b": 2}', replies=['{"a": 1 "b": 2}'], grammar=JSON)
     result = run(box, JSON, ScriptedTarget(","))
@@ -446,11 +435,6 @@ def test_short_remainder_is_not_reused_unless_it_completes() -> None:
     assert result.text == '{"a": 1 , "b": 2, "c": 3}'
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="loop._reuse_rest keeps a remainder that only fits because the correction opened a "
-    "string: the rejected draft becomes string content",
-)
 def test_remainder_is_not_reused_inside_a_string_the_correction_opened() -> None:
     box = BlackBox(
         '{"name": "Ann", "tags": ["x"]}', replies=["{'name': 'Ann', 'tags': ['x']}"], grammar=JSON
@@ -515,28 +499,17 @@ TRAILING = {
     "json-fence": ("json", '{"a": 1} ```\n', '{"a": 1} '),
     "json-fence-newline": ("json", '{"a": [true]}\n```\nDone.', '{"a": [true]}\n'),
     "sql-newline-prose": ("sqlite", "SELECT a FROM t;\nThis returns a.", "SELECT a FROM t;\n"),
-}
-SAME_LINE = {
+    # On the same line: the grammar could only go on with blanks.
     "json-same-line-prose": ("json", '{"a": 1} Hope this helps!', '{"a": 1} '),
     "sql-same-line-prose": ("sqlite", "SELECT a FROM t; Hope this helps!", "SELECT a FROM t; "),
 }
-_SAME_LINE_BUG = (
-    "loop._is_trailing drops a rejected rest at a complete point only after a newline or "
-    "before a fence, even where the grammar can only go on with blanks: same-line prose is "
-    "corrected instead of dropped"
-)
 
 
 def _trailing_params() -> list[Any]:
-    params = []
-    for table, marks in (
-        (TRAILING, []),
-        (SAME_LINE, [pytest.mark.xfail(strict=True, reason=_SAME_LINE_BUG)]),
-    ):
-        for name, (gname, draft, kept) in table.items():
-            extra = [needs_sql] if gname == "sqlite" else []
-            params.append(pytest.param(gname, draft, kept, id=name, marks=[*marks, *extra]))
-    return params
+    return [
+        pytest.param(gname, draft, kept, id=name, marks=[needs_sql] if gname == "sqlite" else [])
+        for name, (gname, draft, kept) in TRAILING.items()
+    ]
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "chunks"])
@@ -718,12 +691,6 @@ def test_flaky_provider_with_slips(seed: int, target: LocalTarget) -> None:
 
 
 @pytest.mark.usefixtures("no_backoff")
-@pytest.mark.xfail(
-    strict=True,
-    reason="GuideLoop.draft_request starts a new _Draft for each attempt: a draft round's "
-    "accepted_chars counts only its last attempt, not the text an earlier, dropped attempt "
-    "committed (the spans hold both)",
-)
 def test_round_counts_what_a_dropped_attempt_committed() -> None:
     doc = '{"id": 7, "tags": ["a", "b"]}'
     drop = ProviderError("connection lost", retryable=True)

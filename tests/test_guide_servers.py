@@ -361,11 +361,6 @@ def test_usage_of_a_repaired_run(
 
 
 @pytest.mark.skipif("sqlite" not in grammars.names(), reason="no grammars/sqlite.lark")
-@pytest.mark.xfail(
-    strict=True,
-    reason="GuideLoop.end_draft stops as soon as the text is complete, before it looks at the "
-    "finish reason: a reply cut by its token budget at a complete point loses the rest",
-)
 def test_reply_cut_by_its_token_budget_goes_on_even_when_complete(
     openai_server: MockServer, openai_client: Any
 ) -> None:
