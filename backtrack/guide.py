@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 # A module import, resolved at call time: `import providers.retry` first runs backtrack/__init__.
@@ -53,6 +54,15 @@ def _setup(
     return as_drafter(generate_fn), loop, Sampling(*sampling)
 
 
+def _shared_session(drafter: Any, target: LocalTarget | None, prompt: Prompt) -> Any:
+    """A LocalDrafter on the target's own model drafts in the target's session: one KV cache."""
+    from providers.local import LocalDrafter
+
+    if not isinstance(drafter, LocalDrafter) or target not in (None, drafter.target):
+        return None
+    return drafter.target.session(prompt)
+
+
 def _attempts(max_attempts: int | None) -> int:
     """`max_attempts`, or the retry policy's default."""
     return retry_policy.DEFAULT_MAX_ATTEMPTS if max_attempts is None else max_attempts
@@ -94,10 +104,10 @@ def guide(
         dict(settings, max_corrections=max_corrections, max_draft_tokens=max_draft_tokens),
         (temperature, 1.0, seed),
     )
-    session: TargetSession | None = None
+    session: TargetSession | None = _shared_session(drafter, target, prompt)
     while (step := loop.step()) != "done":
         if step == "draft":
-            _draft_round(loop, drafter, max_attempts)
+            _draft_round(loop, drafter, max_attempts, session)
             continue
         text, until, max_tokens = loop.target_call()
         if loop.step() == "done":
@@ -122,7 +132,7 @@ def _end_round(loop: GuideLoop, stream: Any, retries: int) -> None:
     )
 
 
-def _draft_round(loop: GuideLoop, drafter: Any, max_attempts: int | None) -> None:
+def _draft_round(loop: GuideLoop, drafter: Any, max_attempts: int | None, session: Any) -> None:
     retries = 0
 
     def count(n: int, _exc: BaseException) -> None:
@@ -132,7 +142,7 @@ def _draft_round(loop: GuideLoop, drafter: Any, max_attempts: int | None) -> Non
     try:
         for attempt in retry_policy.retrying(max_attempts=_attempts(max_attempts), on_retry=count):
             with attempt:
-                stream = drafter.draft(loop.draft_request())
+                stream = drafter.draft(replace(loop.draft_request(), session=session))
                 try:
                     for chunk in stream:
                         if not loop.on_chunk(chunk):
@@ -165,10 +175,12 @@ async def aguide(
         dict(settings, max_corrections=max_corrections, max_draft_tokens=max_draft_tokens),
         (temperature, 1.0, seed),
     )
-    session: TargetSession | None = None
+    session: TargetSession | None = await asyncio.to_thread(
+        _shared_session, drafter, target, prompt
+    )
     while (step := loop.step()) != "done":
         if step == "draft":
-            await _adraft_round(loop, drafter, max_attempts)
+            await _adraft_round(loop, drafter, max_attempts, session)
             continue
         text, until, max_tokens = loop.target_call()
         if loop.step() == "done":
@@ -188,7 +200,9 @@ async def aguide(
     return loop.result()
 
 
-async def _adraft_round(loop: GuideLoop, drafter: Any, max_attempts: int | None) -> None:
+async def _adraft_round(
+    loop: GuideLoop, drafter: Any, max_attempts: int | None, session: Any
+) -> None:
     retries = 0
 
     def count(n: int, _exc: BaseException) -> None:
@@ -200,7 +214,7 @@ async def _adraft_round(loop: GuideLoop, drafter: Any, max_attempts: int | None)
             max_attempts=_attempts(max_attempts), on_retry=count
         ):
             with attempt:
-                stream = await drafter.adraft(loop.draft_request())
+                stream = await drafter.adraft(replace(loop.draft_request(), session=session))
                 try:
                     async for chunk in stream:
                         if not loop.on_chunk(chunk):

@@ -26,6 +26,9 @@ class DraftRequest:
     stop: tuple[str, ...] = ()
     # A sentence of the grammar the reply must follow, shown to instruction-following models.
     grammar_hint: str | None = None
+    # The local target's session of this request: a drafter on the same model drafts in it, so
+    # drafts and corrections share one KV cache (providers.local.LocalDrafter).
+    session: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass

@@ -1,9 +1,10 @@
 """LocalDrafter: a local transformers model as the (unconstrained) black box.
 
 Used when no API key is at hand: the demo lets SmolLM2 draft freely and the same model, masked,
-correct. Drafter and target share the model and, through LocalTarget's prompt cache, the KV cache
-of the prompt; each draft gets its own session for the rest (the committed text is re-fed in one
-forward pass).
+correct. When guide()'s target is this drafter's model, drafts run in the request's target
+session (`DraftRequest.session`): drafts and corrections share one KV cache, and a correction
+after a cut rolls the draft's tokens back instead of feeding the committed text again. Otherwise
+each draft gets its own session (the prompt's KV cache is still reused).
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ class LocalDrafter:
         return f"LocalDrafter({type(self.target.model).__name__})"
 
     def draft(self, request: DraftRequest) -> DraftStream:
-        # A session per draft: safe under concurrency; the prompt's KV cache is still reused.
-        chunks = self.target.session(request.prompt).generate(
+        session = request.session
+        if session is None or session.target is not self.target:
+            session = self.target.session(request.prompt)
+        chunks = session.generate(
             request.prefix, max_tokens=request.max_tokens, sampling=self.sampling
         )
         return DraftStream(chunks, closer=chunks.close)

@@ -5,6 +5,8 @@
     openai_client / anthropic_client     factories of real SDK clients (sync; `asynchronous=True`
                                          for the async twin) on those servers, with max_retries=0
                                          and a dummy key; closed after the test
+    smollm2 (alias: target)              the real SmolLM2-135M-Instruct LocalTarget, one per
+                                         session, on one torch thread
 
 Nothing here leaves 127.0.0.1.
 """
@@ -12,10 +14,15 @@ Nothing here leaves 127.0.0.1.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from servers import MockServer
+
+from backtrack.errors import TargetError
+
+if TYPE_CHECKING:
+    from local_target import LocalTarget
 
 DUMMY_KEY = "sk-test-not-a-real-key"
 
@@ -51,6 +58,29 @@ def openai_server(_openai_mock: MockServer) -> Iterator[MockServer]:
 def anthropic_server(_anthropic_mock: MockServer) -> Iterator[MockServer]:
     """The Anthropic-protocol server, its script and records empty."""
     yield from _fresh(_anthropic_mock)
+
+
+@pytest.fixture(scope="session")
+def smollm2() -> Iterator[LocalTarget]:
+    """The real SmolLM2-135M-Instruct target, loaded once per test session."""
+    import torch
+
+    from local_target import LocalTarget
+
+    # One thread: on a small, busy CPU torch's default thread pool is several times slower.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        target = LocalTarget.default()
+    except TargetError as exc:
+        pytest.fail(f"the default target model is unavailable: {exc}", pytrace=False)
+    yield target
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def target(smollm2: LocalTarget) -> LocalTarget:
+    return smollm2
 
 
 @pytest.fixture

@@ -458,3 +458,31 @@ class MockServer:
             return error(418, "unscripted request: the test scripted no reply for it")
         answer = responder(body)
         return text(answer) if isinstance(answer, str) else answer
+
+
+def serving(target: Any) -> Responder:
+    """A responder that serves a local model (a LocalTarget), unconstrained and greedy: a
+    completions `prompt` is continued verbatim; chat and Anthropic `messages` go through the chat
+    template, and a final assistant message (a prefill) is continued."""
+    from local_target.session import TargetSession
+    from providers.align import continued_text
+
+    def respond(body: Any) -> str:
+        limit = int(body.get("max_tokens") or body.get("max_completion_tokens") or 64)
+        if "prompt" in body:  # completions: raw text, no template
+            session = TargetSession(target, [], target.new_cache(), None)
+            return "".join(session.generate(body["prompt"], max_tokens=limit))
+        messages = [{"role": m["role"], "content": _plain(m["content"])} for m in body["messages"]]
+        if body.get("system"):
+            messages.insert(0, {"role": "system", "content": _plain(body["system"])})
+        history, prefix = continued_text(messages, "")
+        return "".join(target.session(history).generate(prefix, max_tokens=limit))
+
+    return respond
+
+
+def _plain(content: Any) -> str:
+    """A message's text: a str, or the text of its content blocks."""
+    if isinstance(content, str):
+        return content
+    return "".join(block.get("text", "") for block in content)

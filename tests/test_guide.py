@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import torch
 
 import grammars
 import providers
@@ -273,15 +272,6 @@ def leading_dropped(result: GuideResult) -> str:
             break
         out.append(span.text)
     return "".join(out)
-
-
-@pytest.fixture(scope="module")
-def target() -> Iterator[LocalTarget]:
-    # A tiny model runs faster on one thread, and much faster on a busy machine.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield LocalTarget.default()
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-import torch
 from servers import MockServer, Reply, disconnect, error, text
 from test_guide import JSON, check_result, continuation, good_prefix
 
@@ -32,14 +31,6 @@ SLIP = '{"a": [1, 2, 3}, "b": null}'  # the first reply: a bracket closed with t
 PROMPT = f"Reply with this JSON value only:\n{DOC}"
 SETTINGS = {"max_corrections": 2, "correction_tokens": 8, "completion_tokens": 24}
 KINDS = ["openai-chat", "openai-completions", "anthropic"]
-
-
-@pytest.fixture(scope="module")
-def target() -> Iterator[LocalTarget]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a tiny model runs faster on one thread, above all on a busy machine
-    yield LocalTarget.default()
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(autouse=True)

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import torch
 
-from backtrack.errors import TargetError
 from backtrack.grammar import Grammar
 from local_target import LocalTarget
 
@@ -85,19 +83,6 @@ THREE_STRINGS_SCHEMA = {
     "additionalProperties": False,
 }
 BOOK = "Describe a book as a JSON object with the keys title, author and genre."
-
-
-@pytest.fixture(scope="module")
-def smollm2() -> Iterator[LocalTarget]:
-    # one thread: on a small, busy CPU torch's default thread pool is several times slower
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        target = LocalTarget.default(device="cpu")
-    except TargetError as exc:
-        pytest.fail(f"the default target model is unavailable: {exc}", pytrace=False)
-    yield target
-    torch.set_num_threads(threads)
 
 
 def greedy_unconstrained(target: LocalTarget, prompt: str, max_new_tokens: int) -> list[int]:

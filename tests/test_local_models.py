@@ -1,0 +1,113 @@
+"""SmolLM2 as the black box: as a LocalDrafter beside the target (one KV cache), and served by
+the local protocol servers to the real OpenAI and Anthropic SDKs (tests/servers.py `serving`).
+
+Unconstrained SmolLM2 slips on these prompts; whatever it writes, guide() must end valid, keep
+every accepted draft character verbatim, and record an honest trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from servers import MockServer, serving
+from test_guide import check_result
+
+from backtrack import Grammar, guide
+from backtrack.trace import GuideResult
+from local_target import LocalTarget
+from providers import AnthropicDrafter, OpenAIChatDrafter, OpenAICompletionsDrafter
+from providers.local import LocalDrafter
+
+pytestmark = pytest.mark.e2e
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "color": {"type": "string"},
+        "age": {"type": "integer"},
+    },
+    "required": ["name", "color", "age"],
+    "additionalProperties": False,
+}
+PROMPT = "Give a JSON object with the name, color and age of a cat."
+SETTINGS = {"max_corrections": 4, "max_draft_tokens": 64, "completion_tokens": 64}
+
+
+def valid_and_kept(result: GuideResult, grammar: Grammar) -> None:
+    check_result(result, grammar)
+    assert result.valid, (result.stop_reason, result.text)
+    first = "".join(s.text for s in result.trace.spans if s.round == 0 and s.origin == "draft")
+    assert result.text.startswith(first)
+
+
+def fed_tokens(monkeypatch: pytest.MonkeyPatch, target: LocalTarget) -> list[int]:
+    """Counts the tokens each forward pass of `target` feeds."""
+    fed: list[int] = []
+    forward = target.forward
+
+    def counting(ids: list[int], cache: Any) -> Any:
+        fed.append(len(ids))
+        return forward(ids, cache)
+
+    monkeypatch.setattr(target, "forward", counting)
+    return fed
+
+
+def test_local_drafter_shares_the_targets_kv_cache(
+    smollm2: LocalTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Drafts run in the target's session: a correction rolls the draft's tokens back, and the
+    next draft goes on from the correction, instead of feeding the committed text again. Against
+    the same model drafting in a fresh session each time: same text, fewer tokens fed."""
+    grammar = Grammar.from_json_schema(SCHEMA)
+
+    def fresh_sessions(prompt: Any, prefix: str) -> Iterator[str]:
+        return smollm2.session(prompt).generate(prefix, max_tokens=SETTINGS["max_draft_tokens"])
+
+    smollm2.session(PROMPT)  # both runs start with the prompt's KV cache at hand
+    fed = fed_tokens(monkeypatch, smollm2)
+    shared = guide(LocalDrafter(smollm2), grammar, prompt=PROMPT, target=smollm2, **SETTINGS)
+    shared_fed = sum(fed)
+    fed.clear()
+    separate = guide(fresh_sessions, grammar, prompt=PROMPT, target=smollm2, **SETTINGS)
+    valid_and_kept(shared, grammar)
+    assert shared.corrections >= 2  # SmolLM2 breaks this schema twice: a draft after a correction
+    assert (shared.text, shared.api_calls) == (separate.text, separate.api_calls)
+    assert shared_fed + len(smollm2.vocab.encode(shared.text[:10])) < sum(fed)
+
+
+@pytest.mark.parametrize("kind", ["openai-chat", "openai-completions", "anthropic"])
+def test_servers_serving_smollm2(
+    kind: str,
+    smollm2: LocalTarget,
+    openai_server: MockServer,
+    anthropic_server: MockServer,
+    openai_client: Any,
+    anthropic_client: Any,
+) -> None:
+    """The SDKs talk HTTP to a server whose replies SmolLM2 writes: chat with instruction and
+    alignment, the completions endpoint with a chat-formatted prompt, Anthropic with prefill."""
+    grammar = Grammar.from_json_schema(SCHEMA)
+    prompt: str = PROMPT
+    drafter: Any
+    if kind == "openai-chat":
+        openai_server.responder = serving(smollm2)
+        drafter = OpenAIChatDrafter(openai_client(), "smollm2")
+    elif kind == "openai-completions":
+        openai_server.responder = serving(smollm2)
+        drafter = OpenAICompletionsDrafter(openai_client(), "smollm2")
+        messages = [{"role": "user", "content": PROMPT}]
+        prompt = smollm2.tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=False
+        )
+    else:
+        anthropic_server.responder = serving(smollm2)
+        drafter = AnthropicDrafter(anthropic_client(), "smollm2")
+    result = guide(drafter, grammar, prompt=prompt, target=smollm2, **SETTINGS)
+    valid_and_kept(result, grammar)
+    server = anthropic_server if kind == "anthropic" else openai_server
+    assert result.api_calls == len(server.bodies) >= 1
+    assert result.accepted_chars > 0
