@@ -46,6 +46,7 @@ _TOKEN_ORIGIN: dict[str, Origin] = {
     "forced": "forced",
     "sampled": "correction",
     "masked": "correction",
+    "closing": "correction",
 }
 
 

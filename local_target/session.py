@@ -25,13 +25,18 @@ if TYPE_CHECKING:
     from backtrack.grammar import Grammar
     from local_target.target import LocalTarget
 
-TokenFlag = Literal["healed", "forced", "sampled", "masked"]
+# How a token was chosen: "healed" (re-chose the backed-off last committed token), "forced" (the
+# only one the grammar allows, no sampling), "sampled" (the model's own choice, which the grammar
+# allowed), "masked" (chosen under the full grammar mask after the model's choice was refused),
+# "closing" (chosen with a bias towards closing tokens, in the last part of a completion budget).
+TokenFlag = Literal["healed", "forced", "sampled", "masked", "closing"]
 Until = Literal["terminal", "complete"] | int
 StopReason = Literal["eos", "grammar_end", "terminal", "max_tokens"]
 
+# Added to the logits of closing tokens (quotes, brackets, ';', EOS) near the end of a completion.
+_CLOSING_BONUS = 10.0
 # A correction stops at the end of a lexeme ("terminal") once a token ends in one of these or in
 # whitespace: the drafter is better placed to write the next word.
-_CLOSING_BONUS = 10.0
 _LEXEME_ENDS = frozenset(b",:;()[]{}\"'`=<>+-*/%|&!?.")
 
 
@@ -231,8 +236,9 @@ class TargetSession:
                         break
                     continue
             logits = self.logits[0, -1]
-            if until == "complete" and len(tokens) >= max_tokens // 2:
-                # Second half of a completion budget: prefer closing over rambling on.
+            left = max_tokens - len(tokens)
+            closing = until == "complete" and left <= _closing_window(max_tokens)
+            if closing:  # the budget is nearly spent: prefer closing over rambling on
                 logits = logits.float().cpu() + _CLOSING_BONUS * vocab.closers
             mask_start = time.perf_counter()
             token, masked = choose(
@@ -251,7 +257,7 @@ class TargetSession:
                 break
             if not matcher.consume_token(token):
                 raise TargetError(f"the grammar refused token {token} it had allowed")
-            accept(token, "masked" if masked else "sampled")
+            accept(token, "closing" if closing else "masked" if masked else "sampled")
             self.feed([token])
             if not pending and _ends_lexeme(new, until) and not _incomplete_utf8(new):
                 stop = "terminal"
@@ -283,6 +289,11 @@ def _runs(flags: list[TokenFlag], pieces: list[bytes]) -> tuple[tuple[TokenFlag,
     return tuple((flag, data.decode("utf-8")) for flag, data in runs if data)
 
 
+def _closing_window(max_tokens: int) -> int:
+    """How many tokens before the end of a completion budget the closing bias starts."""
+    return min(32, max(4, max_tokens // 4))
+
+
 def _any(_token: int) -> bool:
     return True
 
@@ -301,9 +312,15 @@ def _allowed(piece: bytes, pending: bytes, is_eos: bool) -> bool:
 
 
 def _full_mask(vocab: Any, matcher: llguidance.LLMatcher, pending: bytes) -> torch.Tensor:
-    mask: torch.Tensor = vocab.grammar_mask(matcher)
-    if pending:
-        mask &= vocab.healing_mask(pending)
+    """The tokens allowed next. While healing, the candidates that cover `pending` are checked one
+    by one with `validate_tokens`, the same test as the opportunistic path: in a state where the
+    grammar forces bytes, `compute_bitmask` allows only the canonical token of those bytes."""
+    if not pending:
+        mask: torch.Tensor = vocab.grammar_mask(matcher)
+        return mask
+    mask = vocab.healing_mask(pending)
+    for token in mask.nonzero().flatten().tolist():
+        mask[token] = matcher.validate_tokens([token]) == 1
     return mask
 
 

@@ -439,6 +439,49 @@ def test_healing_through_a_prefix_token_with_byte_fallback_twins(
     assert JSON.check(text + c.text).valid
 
 
+@pytest.mark.parametrize("name", ["gpt2", "smollm2", "mistral-padded"])
+def test_healing_full_mask_equals_the_opportunistic_test(target: Any, name: str) -> None:
+    """While healing in a state where the grammar forces bytes ('ue' of 'true'), the full mask
+    allows exactly the tokens the opportunistic path accepts: those covering the backed-off bytes
+    that `validate_tokens` takes. llguidance's bitmask there holds only the canonical token."""
+    from local_target.session import _allowed, _full_mask
+
+    vocab = target(name).vocab
+    for text in ('{"ok": tru', '{"ok": tr', "[fals", "[nul", '{"x": [tru'):
+        ids = vocab.encode(text)
+        pending = vocab.token_bytes[ids[-1]]
+        matcher = JSON.matcher(vocab.ll)
+        assert matcher.consume_tokens(ids[:-1])
+        if matcher.compute_ff_tokens():
+            break
+    else:
+        pytest.fail("no text here puts the healing base in a state where the grammar forces bytes")
+    want = {
+        t
+        for t in range(vocab.n_logits)
+        if _allowed(vocab.token_bytes[t], pending, t == vocab.eos)
+        and t not in vocab.special
+        and matcher.validate_tokens([t]) == 1
+    }
+    got = set(_full_mask(vocab, matcher, pending).nonzero().flatten().tolist())
+    assert got == want
+    bitmask = vocab.grammar_mask(matcher) & vocab.healing_mask(pending)
+    assert set(bitmask.nonzero().flatten().tolist()) < want
+
+
+@pytest.mark.parametrize("name", TARGET_IDS)
+def test_closing_bias_only_at_the_end_of_a_completion_and_flagged(target: Any, name: str) -> None:
+    """until="complete": the closing bias starts in the last quarter of the budget (at most 32
+    tokens), and every token chosen under it is flagged "closing"; none before."""
+    made = target(name)
+    c = made.correct(PROMPT, '{"a": ["', JSON, max_tokens=12, until="complete", seed=0)
+    window = 3 + 1  # min(32, max(4, 12 // 4))
+    start = 12 - window
+    assert "closing" not in c.flags[:start]
+    assert all(f in ("closing", "forced") for f in c.flags[start:]), c.flags
+    assert "closing" in c.flags or len(c.tokens) <= start
+
+
 def test_terminal_does_not_stop_inside_word_after_a_grave(biased: Any) -> None:
     """Regression: a UTF-8 continuation byte was taken for whitespace (chr(0xA0).isspace()), so
     'à' (C3 A0) ended a 'terminal' correction mid-word."""
