@@ -1,17 +1,39 @@
-"""The `backtrack` command line: demo, check, grammars.
+"""The `backtrack` command line.
 
-Errors print as one line on stderr with a non-zero exit code.
+    backtrack run PROMPT [--grammar G] [--provider P]   guided generation: the text on stdout
+    backtrack demo                                      run, with SmolLM2 drafting (no API key)
+    backtrack check GRAMMAR FILE                        where a text stops matching a grammar
+    backtrack grammars                                  the shipped grammars
+
+stdout carries only the output; progress, summaries and errors go to stderr. Exit status: 0 when
+the output is valid (or the check passes), 1 when not, 2 on an error, which prints as one line
+`backtrack: error: ...`. API keys come from the environment (through the SDKs) and are never
+printed: error messages are redacted, and any key value found in one is masked.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
+import importlib
+import json
+import os
 import sys
+import textwrap
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import grammars as shipped
-from backtrack.errors import BacktrackError
+from backtrack.errors import BacktrackError, GrammarError, ProviderError, TargetError
 from backtrack.grammar import Grammar
+from backtrack.progress import Progress
+
+if TYPE_CHECKING:
+    from backtrack.trace import GuideResult
+    from local_target import LocalTarget
+    from providers.base import DraftRequest, DraftStream
 
 DEMO_PROMPT = "Give a JSON object with the name, color and age of a cat."
 # The demo's grammar: SmolLM2 tends to add keys or quote the age, which the schema forbids.
@@ -25,56 +47,300 @@ DEMO_SCHEMA = {
     "required": ["name", "color", "age"],
     "additionalProperties": False,
 }
+# Where each provider's SDK looks for its key (the SDK reads it; we only check it is there).
+KEY_VARIABLES = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+}
+
+
+class CommandError(BacktrackError):
+    """A command line that cannot run as given (an unknown provider, a missing prompt...)."""
+
+
+# -- inputs ----------------------------------------------------------------------------------------
 
 
 def _grammar(spec: str) -> Grammar:
-    """A shipped name, a .lark file, or a JSON schema file (.json)."""
+    """A shipped name, a .lark file, or a JSON schema file (.json). Errors in a file name it."""
     path = Path(spec)
-    if path.suffix == ".json" and path.is_file():
-        return Grammar.from_json_schema(path.read_text(encoding="utf-8"))
-    if path.suffix == ".lark" or path.is_file():
+    if not path.is_file():
+        if path.suffix in (".lark", ".json"):
+            raise CommandError(f"grammar file not found: {spec}")
+        return Grammar.load(spec)
+    try:
+        if path.suffix == ".json":
+            return Grammar.from_json_schema(path.read_text(encoding="utf-8"))
         return Grammar.from_file(path)
-    return Grammar.load(spec)
+    except GrammarError as exc:
+        where = f"{spec}:{exc.line}:{exc.column}" if exc.line is not None else spec
+        raise GrammarError(f"{where}: {exc.message}") from exc
 
 
-def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+def _read(source: str) -> str:
+    """The text of a file, or of stdin for '-'."""
+    if source == "-":
+        text: str = sys.stdin.read()
+        return text
+    try:
+        return Path(source).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CommandError(f"file not found: {source}") from None
 
 
-def demo(args: argparse.Namespace) -> int:
-    from backtrack.guide import guide
-    from local_target import LocalTarget
-    from providers.local import LocalDrafter
+def _prompt(args: argparse.Namespace) -> str:
+    """The prompt: positional, --prompt or --prompt-file ('-' reads stdin), exactly one."""
+    given: list[str] = [p for p in (args.prompt, args.prompt_option) if p is not None]
+    if args.prompt_file is not None:
+        given.append(_read(args.prompt_file).rstrip("\n"))
+    elif given == ["-"]:
+        given = [_read("-").rstrip("\n")]
+    if len(given) != 1:
+        raise CommandError("give one prompt: as an argument, with --prompt, or --prompt-file")
+    if not given[0].strip():
+        raise CommandError("the prompt is empty")
+    return given[0]
 
-    _say("Loading SmolLM2-135M-Instruct (the first run converts it, about 30 s)...")
-    target = LocalTarget.default(progress=_say)
-    grammar = _grammar(args.grammar) if args.grammar else Grammar.from_json_schema(DEMO_SCHEMA)
-    _say(f"Prompt: {args.prompt}")
-    result = guide(
-        LocalDrafter(target),
-        grammar,
-        prompt=args.prompt,
-        target=target,
-        max_corrections=4,
-        max_draft_tokens=96,
-        completion_tokens=96,
+
+def _provider(spec: str) -> tuple[str, str]:
+    """'local', 'openai:MODEL' or 'anthropic:MODEL' as (kind, model)."""
+    kind, _, model = spec.partition(":")
+    if kind == "local" and not model:
+        return "local", ""
+    if kind in KEY_VARIABLES and model:
+        return kind, model
+    raise CommandError(
+        f"unknown provider {spec!r}: use local, openai:MODEL or anthropic:MODEL "
+        "(e.g. openai:gpt-4o-mini, anthropic:claude-sonnet-4-5)"
     )
-    draft_round = [s for s in result.trace.spans if s.round == 0]
-    print("--- unconstrained draft (first round) ---")
-    print("".join(s.text for s in draft_round))
-    print("--- guided result ---")
-    print(result.text)
-    print("---")
-    print(
+
+
+def _check_options(args: argparse.Namespace, kind: str) -> None:
+    if kind == "local" and args.base_url:
+        raise CommandError("--base-url is for the openai: and anthropic: providers")
+    if args.completions and kind != "openai":
+        raise CommandError("--completions is for the openai: provider")
+    if kind != "local" and not any(os.environ.get(v) for v in KEY_VARIABLES[kind]):
+        raise CommandError(
+            f"{KEY_VARIABLES[kind][0]} is not set: the {kind} provider reads its API key from "
+            "the environment (any value will do for a local server that needs none)"
+        )
+
+
+# -- the models ------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _no_transformers_bars() -> Iterator[None]:
+    """transformers' own progress bars off (they would tear through ours), then as they were."""
+    from transformers.utils import logging
+
+    was_on = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        if was_on:
+            logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+
+
+def _check_device(spec: str | None) -> None:
+    """A device torch knows and this machine has (None: chosen later, CUDA when present)."""
+    if spec is None:
+        return
+    import torch
+
+    try:
+        device = torch.device(spec)
+    except RuntimeError as exc:
+        raise CommandError(f"--device {spec}: {exc}") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise CommandError(f"--device {spec}: CUDA is not available here")
+
+
+def _target(args: argparse.Namespace, progress: Progress) -> LocalTarget:
+    """The local target: SmolLM2 by default, or a transformers model folder (`--target`)."""
+    if args.target is None:
+        with progress.step("loading the target model, SmolLM2-135M-Instruct"):
+            _check_device(args.device)
+            from local_target import LocalTarget
+
+            with _no_transformers_bars():
+                return LocalTarget.default(device=args.device, progress=progress.note)
+    folder = Path(args.target)
+    if not (folder / "config.json").is_file():
+        raise CommandError(f"--target {folder}: not a transformers model folder (no config.json)")
+    with progress.step(f"loading the target model from {folder}"), _no_transformers_bars():
+        _check_device(args.device)
+        from local_target import LocalTarget
+        from local_target.loading import load_pretrained, pick_device
+
+        try:
+            model, tokenizer = load_pretrained(folder, device=pick_device(args.device))
+        except (OSError, ValueError) as exc:
+            raise TargetError(f"cannot load the target model from {folder}: {exc}") from exc
+        return LocalTarget(model, tokenizer)
+
+
+def _client(kind: str, base_url: str | None) -> Any:
+    """A sync SDK client. Retries are guide()'s (per round, counted in the trace), not the SDK's."""
+    try:
+        sdk = importlib.import_module(kind)
+    except ImportError:
+        raise CommandError(
+            f"the {kind} provider needs the {kind} package: pip install {kind}"
+        ) from None
+    cls = sdk.OpenAI if kind == "openai" else sdk.Anthropic
+    options: dict[str, Any] = {"max_retries": 0}
+    if base_url:
+        options["base_url"] = base_url
+    return cls(**options)
+
+
+def _drafter(args: argparse.Namespace, kind: str, model: str, target: LocalTarget) -> Any:
+    if kind == "local":
+        from providers.local import LocalDrafter
+
+        return LocalDrafter(target)
+    client = _client(kind, args.base_url)
+    if kind == "anthropic":
+        from providers.anthropic import AnthropicDrafter
+
+        return AnthropicDrafter(client, model)
+    from providers.openai import OpenAIChatDrafter, OpenAICompletionsDrafter
+
+    if args.completions:
+        return OpenAICompletionsDrafter(client, model)
+    return OpenAIChatDrafter(client, model)
+
+
+class _Watched:
+    """A drafter that reports each draft round to the progress display, then drafts as usual."""
+
+    def __init__(self, drafter: Any, progress: Progress, name: str) -> None:
+        self.drafter = drafter
+        self.progress = progress
+        self.name = name
+        self.drafts = 0
+
+    @property
+    def capabilities(self) -> Any:
+        return self.drafter.capabilities  # may change between rounds (a refused prefill)
+
+    def draft(self, request: DraftRequest) -> DraftStream:
+        self.drafts += 1
+        committed = len(request.prefix)
+        self.progress.status(f"draft {self.drafts} by {self.name}, {committed} characters kept")
+        stream: DraftStream = self.drafter.draft(request)
+        return stream
+
+
+# -- output ----------------------------------------------------------------------------------------
+
+
+def summary(result: GuideResult) -> str:
+    """One line: whether the text is valid, why it stopped, and what it cost."""
+    return (
         f"valid: {result.valid}  stop: {result.stop_reason}  API calls: {result.api_calls}  "
         f"corrections: {result.corrections}  characters accepted/rejected: "
         f"{result.accepted_chars}/{result.rejected_chars}  local tokens: {result.local_tokens}  "
         f"time: {result.seconds:.1f} s"
     )
-    out = Path(args.html)
-    result.save_html(out)
-    print(f"HTML trace written to {out.resolve()}")
+
+
+def as_json(result: GuideResult) -> dict[str, Any]:
+    """The result as plain JSON data: the text, its counts, and every span and round."""
+    usage = result.usage
+    return {
+        "text": result.text,
+        "valid": result.valid,
+        "complete": result.complete,
+        "stop_reason": result.stop_reason,
+        "api_calls": result.api_calls,
+        "rounds": result.rounds,
+        "corrections": result.corrections,
+        "accepted_chars": result.accepted_chars,
+        "rejected_chars": result.rejected_chars,
+        "local_tokens": result.local_tokens,
+        "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+        "seconds": round(result.seconds, 3),
+        "spans": [dataclasses.asdict(s) for s in result.trace.spans],
+        "round_details": [dataclasses.asdict(r) for r in result.trace.rounds],
+    }
+
+
+def _first_draft(result: GuideResult) -> str:
+    return "".join(s.text for s in result.trace.spans if s.round == 0)
+
+
+def _report(args: argparse.Namespace, result: GuideResult, progress: Progress) -> None:
+    if args.json:
+        print(json.dumps(as_json(result), ensure_ascii=False, indent=2))
+    elif args.show_draft:
+        print("--- unconstrained draft (first round) ---")
+        print(_first_draft(result))
+        print("--- guided result ---")
+        print(result.text)
+    else:
+        print(result.text)
+    sys.stdout.flush()
+    if not args.json:
+        progress.note(summary(result))
+    if args.html:
+        path = result.save_html(args.html)
+        progress.note(f"HTML trace written to {path.resolve()}")
+
+
+# -- commands --------------------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> int:
+    """Guided generation: everything that can be wrong with the command line fails before any
+    model loads or any request goes out."""
+    prompt = _prompt(args)
+    grammar = _grammar(args.grammar) if args.grammar else Grammar.from_json_schema(DEMO_SCHEMA)
+    kind, model = _provider(args.provider)
+    _check_options(args, kind)
+    progress = Progress(quiet=args.quiet)
+    target = _target(args, progress)
+    drafter = _Watched(_drafter(args, kind, model, target), progress, args.provider)
+    try:
+        with progress.step(f"guided generation, {args.provider} drafting"):
+            result = _guide(args, drafter, grammar, prompt, target)
+    except ProviderError as exc:
+        if args.html and exc.partial is not None:
+            path = exc.partial.save_html(args.html)
+            progress.note(f"HTML trace of the work before the failure written to {path.resolve()}")
+        raise
+    finally:
+        close = getattr(getattr(drafter.drafter, "client", None), "close", None)
+        if close is not None:
+            close()
+    _report(args, result, progress)
     return 0 if result.valid else 1
+
+
+def _guide(
+    args: argparse.Namespace, drafter: Any, grammar: Grammar, prompt: str, target: LocalTarget
+) -> GuideResult:
+    from backtrack.guide import guide
+
+    return guide(
+        drafter,
+        grammar,
+        prompt=prompt,
+        target=target,
+        max_corrections=args.max_corrections,
+        max_draft_tokens=args.max_draft_tokens,
+        completion_tokens=args.completion_tokens,
+    )
+
+
+def demo(args: argparse.Namespace) -> int:
+    """`run` with SmolLM2 drafting too, a cat schema, and the first draft shown."""
+    if args.prompt_file is not None:
+        args.prompt_option = None  # the file replaces the default prompt
+    return run(args)
 
 
 def check(args: argparse.Namespace) -> int:
@@ -104,21 +370,184 @@ def list_grammars(_args: argparse.Namespace) -> int:
     return 0
 
 
+# -- the parser ------------------------------------------------------------------------------------
+
+TOP_EPILOG = """\
+examples:
+  backtrack run "Top 5 customers by spend" --grammar sqlite --provider openai:gpt-4o-mini
+  backtrack run --prompt-file ask.txt --grammar schema.json --provider anthropic:claude-sonnet-4-5
+  backtrack demo                       SmolLM2 drafts and corrects; no API key needed
+  backtrack check json draft.txt       where draft.txt stops being JSON
+  backtrack COMMAND --help             the options of one command
+
+exit status: 0 valid, 1 not valid, 2 error."""
+
+RUN_EPILOG = """\
+providers:
+  local                 SmolLM2 drafts unconstrained (no API key; the default)
+  openai:MODEL          OpenAI chat completions (--completions: the completions endpoint);
+                        key from OPENAI_API_KEY, server from --base-url or OPENAI_BASE_URL
+  anthropic:MODEL       Anthropic messages, with prefill;
+                        key from ANTHROPIC_API_KEY, server from --base-url or ANTHROPIC_BASE_URL
+
+examples:
+  backtrack run "Describe a cat as JSON." --provider openai:gpt-4o-mini
+  backtrack run "Top 5 customers by spend" --grammar sqlite --provider anthropic:claude-sonnet-4-5
+  echo "A person record" | backtrack run - --grammar person.schema.json --json
+  backtrack run "..." --provider openai:Qwen2.5-7B --base-url http://localhost:8000/v1 \\
+      --completions --html trace.html
+
+The text goes to stdout, a summary and progress to stderr (--quiet: nothing there but errors).
+exit status: 0 valid, 1 not valid (the target could not finish the text), 2 error."""
+
+FORMATTER = argparse.RawDescriptionHelpFormatter  # keeps the epilogs' layout
+
+
+def _para(text: str) -> str:
+    return textwrap.fill(text, width=88)
+
+
+def _at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= `minimum`."""
+
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+        return value
+
+    return convert
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    """The options `run` and `demo` share."""
+    p.add_argument(
+        "--prompt-file", metavar="FILE", help="read the prompt from FILE ('-' for stdin)"
+    )
+    p.add_argument("--target", metavar="DIR", help="a local transformers model folder as target")
+    p.add_argument("--device", help="where the target runs: cpu, cuda, cuda:1... (default: auto)")
+    p.add_argument(
+        "--max-corrections",
+        type=_at_least(0),
+        metavar="N",
+        help="local corrections at most (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-draft-tokens",
+        type=_at_least(1),
+        metavar="N",
+        help="tokens per draft (default: %(default)s)",
+    )
+    p.add_argument(
+        "--completion-tokens",
+        type=_at_least(1),
+        metavar="N",
+        help="tokens the target may finish with (default: %(default)s)",
+    )
+    p.add_argument("--html", metavar="FILE", help="write the trace as HTML to FILE")
+    p.add_argument("--json", action="store_true", help="print the result as a JSON object")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
+
+
+def _run_parser(sub: Any) -> None:
+    r = sub.add_parser(
+        "run",
+        help="guided generation: an API drafts, the grammar checks, a local model corrects",
+        description=_para(
+            "Generate text that parses under a grammar. The provider drafts freely; the draft "
+            "is cut at the first byte the grammar cannot continue; the local target model writes "
+            "a correction under the grammar; the provider carries on from there."
+        ),
+        epilog=RUN_EPILOG,
+        formatter_class=FORMATTER,
+    )
+    r.add_argument("prompt", nargs="?", help="the prompt ('-' reads it from stdin)")
+    r.add_argument("--prompt", dest="prompt_option", metavar="TEXT", help="the prompt")
+    r.add_argument(
+        "-g",
+        "--grammar",
+        default="json",
+        help="shipped name, .lark file or JSON schema .json "
+        "file (default: json; `backtrack grammars` lists the shipped ones)",
+    )
+    r.add_argument(
+        "-p", "--provider", default="local", help="local, openai:MODEL or anthropic:MODEL"
+    )
+    r.add_argument("--base-url", metavar="URL", help="an OpenAI- or Anthropic-compatible server")
+    r.add_argument(
+        "--completions", action="store_true", help="openai: use the completions endpoint"
+    )
+    _add_run_options(r)
+    r.set_defaults(
+        run=run, max_corrections=8, max_draft_tokens=512, completion_tokens=512, show_draft=False
+    )
+
+
+def _demo_parser(sub: Any) -> None:
+    d = sub.add_parser(
+        "demo",
+        help="run with SmolLM2 as both drafter and target (no API key needed)",
+        description=_para(
+            "`backtrack run` with SmolLM2 drafting unconstrained and correcting under the "
+            "grammar (by default a JSON schema of a cat); shows the first draft and the result, "
+            "and writes the trace to backtrack-trace.html (--html elsewhere). No API key needed."
+        ),
+        epilog="examples:\n  backtrack demo\n"
+        "  backtrack demo --grammar sqlite --prompt 'The 5 oldest users, as SQL.'",
+        formatter_class=FORMATTER,
+    )
+    d.add_argument(
+        "--prompt",
+        dest="prompt_option",
+        default=DEMO_PROMPT,
+        metavar="TEXT",
+        help="the prompt (default: %(default)r)",
+    )
+    d.add_argument(
+        "-g", "--grammar", help="shipped name, .lark file or JSON schema file (default: a cat)"
+    )
+    _add_run_options(d)
+    d.set_defaults(
+        run=demo,
+        prompt=None,
+        provider="local",
+        base_url=None,
+        completions=False,
+        max_corrections=4,
+        max_draft_tokens=96,
+        completion_tokens=96,
+        html="backtrack-trace.html",
+        show_draft=True,
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="backtrack",
-        description="Grammar-valid output from black-box LLMs: the API drafts, an Earley check "
-        "cuts at the first bad byte, a small local model corrects.",
+        description=_para(
+            "Grammar-valid output from black-box LLMs: the API drafts, an Earley check "
+            "cuts at the first bad byte, a small local model corrects."
+        ),
+        epilog=TOP_EPILOG,
+        formatter_class=FORMATTER,
     )
-    sub = top.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("demo", help="run guide() with SmolLM2 as both drafter and target")
-    d.add_argument("--prompt", default=DEMO_PROMPT)
-    d.add_argument(
-        "--grammar", help="shipped name, .lark file or JSON schema file (default: a cat schema)"
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _run_parser(sub)
+    _demo_parser(sub)
+    c = sub.add_parser(
+        "check",
+        help="where a text stops matching a grammar",
+        description=_para(
+            "Check FILE against GRAMMAR: valid, a valid but incomplete prefix, or the "
+            "line and column where it stops matching, with a caret and what was expected there."
+        ),
+        epilog="example:\n  backtrack check json draft.txt\n\nexit status: 0 valid, 1 not, "
+        "2 error.",
+        formatter_class=FORMATTER,
     )
-    d.add_argument("--html", default="backtrack-trace.html", help="where to write the trace")
-    d.set_defaults(run=demo)
-    c = sub.add_parser("check", help="where a text stops matching a grammar")
     c.add_argument("grammar", help="shipped name, .lark file or JSON schema file")
     c.add_argument("file", help="the text to check ('-' for stdin)")
     c.set_defaults(run=check)
@@ -127,11 +556,29 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+# -- errors ----------------------------------------------------------------------------------------
+
+
+def error_line(exc: BaseException) -> str:
+    """`exc` as one line, with anything that looks like an API key (or is one) masked."""
+    from providers.errors import redact
+
+    text = " ".join(str(exc).split())
+    if isinstance(exc, ProviderError):
+        text = redact(text)  # the drafter's own failures (guide() wraps them) are not redacted
+    for names in KEY_VARIABLES.values():
+        for name in names:
+            key = os.environ.get(name)
+            if key and len(key) >= 4:
+                text = text.replace(key, "***")
+    return f"backtrack: error: {text}"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         code: int = args.run(args)
     except (BacktrackError, OSError) as exc:
-        print(f"backtrack: error: {exc}", file=sys.stderr)
+        print(error_line(exc), file=sys.stderr, flush=True)
         return 2
     return code

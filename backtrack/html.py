@@ -1,38 +1,56 @@
-"""The trace as one self-contained HTML page (no scripts, no external assets).
+"""The trace as one self-contained HTML page: no scripts, no external assets (its CSP forbids both).
 
 Every piece of model or user text goes through `html.escape(..., quote=True)`: it is untrusted.
-The page is rendered from the GuideResult's trace alone.
+Each span's escaped text appears in the page verbatim and in one piece; markers that make blank
+spans and round boundaries visible, and the hover details, are CSS pseudo-elements fed from
+attributes, so they are neither in the DOM text nor in what a reader copies. The styles are scoped
+under `.bt`, so the page can also sit inside a notebook (`_repr_html_`). A span with the class
+`open` shows its details without hovering (for screenshots).
 """
 
 from __future__ import annotations
 
 import html
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from backtrack.trace import GuideResult, Round, Span
 
 _STYLE = """
-body{font:14px/1.5 system-ui,sans-serif;margin:2em;color:#222;max-width:70em}
-h1{font-size:1.3em;margin:0 0 .5em}
-.summary{display:flex;flex-wrap:wrap;gap:.4em 1.6em;margin-bottom:1em}
-.summary b{font-weight:600}
-.ok{color:#137333}.bad{color:#b3261e}
-.legend span{margin-right:1em;padding:0 .3em;border-radius:3px}
-pre.out{white-space:pre-wrap;word-break:break-word;font:13px/1.6 ui-monospace,monospace;
- background:#fafafa;border:1px solid #ddd;padding:1em;border-radius:6px}
-.s{border-radius:2px}
-.draft{background:#e8f0fe}
-.reused{background:#d2e3fc;outline:1px dashed #1a73e8}
-.rejected{background:#fce8e6;color:#a50e0e;text-decoration:line-through}
-.dropped{background:#eee;color:#888;text-decoration:line-through}
-.correction{background:#ceead6;color:#0d652d;font-weight:600}
-.healed{background:#fef7e0;color:#8a5300;font-weight:600}
-.forced{background:#f3e8fd;color:#681da8}
-.round{border-left:2px solid #999;margin-left:1px}
-table{border-collapse:collapse;margin-top:1em}
-td,th{border:1px solid #ddd;padding:.2em .6em;text-align:left;vertical-align:top}
-.prompt{color:#555;white-space:pre-wrap}
+.bt{font:14px/1.5 system-ui,sans-serif;color:#222;max-width:72em;margin:1.5em}
+.bt h1{font-size:1.3em;margin:0 0 .4em}
+.bt h2{font-size:1em;margin:1.2em 0 .3em}
+.bt .summary{display:flex;flex-wrap:wrap;gap:.2em 1.4em;margin-bottom:.8em}
+.bt .summary b{font-weight:600}
+.bt .ok{color:#137333}.bt .bad{color:#b3261e}
+.bt pre{white-space:pre-wrap;word-break:break-word;font:13px/1.7 ui-monospace,monospace;
+ border:1px solid #ddd;padding:.7em 1em;border-radius:6px;margin:0}
+.bt pre.prompt{unicode-bidi:plaintext;background:#f6f6f6;color:#444;max-height:12em;overflow:auto}
+.bt pre.out{background:#fcfcfc}
+.bt .legend span{display:inline-block;margin:0 .8em .3em 0;padding:0 .4em;border-radius:3px}
+.bt .s{position:relative;border-radius:2px;unicode-bidi:isolate}
+.bt .draft{background:#e8f0fe}
+.bt .reused{background:#d2e3fc;box-shadow:inset 0 -2px #1a73e8}
+.bt .rejected{background:#fce8e6;color:#a50e0e;text-decoration:line-through}
+.bt .dropped{background:#eee;color:#888;text-decoration:line-through}
+.bt .correction{background:#ceead6;color:#0d652d;font-weight:600}
+.bt .healed{background:#feefc3;color:#8a5300;font-weight:600}
+.bt .forced{background:#f3e8fd;color:#681da8}
+.bt .ws::before{content:attr(data-ws);color:#999;font-weight:400}
+.bt .rb::before{content:attr(data-round);font:10px/1 system-ui,sans-serif;color:#fff;
+ background:#80868b;border-radius:6px;padding:1px 4px;margin:0 2px;vertical-align:2px}
+.bt .s:hover{outline:2px solid #5f6368}
+.bt .s:hover::after,.bt .s.open::after{content:attr(data-tip);position:absolute;left:0;top:100%;
+ z-index:2;width:max-content;max-width:36em;white-space:pre-wrap;
+ font:12px/1.45 system-ui,sans-serif;color:#fff;background:#333;padding:.4em .6em;
+ border-radius:4px;pointer-events:none}
+.bt table{border-collapse:collapse;font-size:13px}
+.bt td,.bt th{border:1px solid #ddd;padding:.15em .5em;text-align:left;vertical-align:top}
+.bt td{white-space:nowrap}
+.bt td.n{text-align:right}
+.bt td.w{white-space:normal;overflow-wrap:anywhere}
+.bt td.err{color:#b3261e}
 """
 
 _LEGEND = (
@@ -44,50 +62,118 @@ _LEGEND = (
     ("forced", "forced by the grammar"),
     ("dropped", "dropped (preamble / trailing)"),
 )
+_BLANKS = {"\n": "↵", "\r": "␍", "\t": "⇥", " ": "·"}
+_EXPECTED_SHOWN = 12
 
 
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _round_title(r: Round) -> str:
-    parts = [f"round {r.index}: {r.kind}, ended: {r.ended}", f"{r.seconds * 1000:.0f} ms"]
+def _expected(r: Round) -> str:
+    more = len(r.expected) - _EXPECTED_SHOWN
+    return ", ".join(r.expected[:_EXPECTED_SHOWN]) + (f" … (+{more} more)" if more > 0 else "")
+
+
+def _round_details(r: Round) -> list[str]:
+    """The facts about a round, one per line of the hover box."""
+    lines = [f"round {r.index}: {r.kind}, ended: {r.ended}", f"time: {r.seconds * 1000:.1f} ms"]
     if r.cut_at is not None:
-        parts.append(f"cut at character {r.cut_at}")
+        lines.append(f"cut at character {r.cut_at}")
     if r.expected:
-        parts.append("expected: " + ", ".join(r.expected[:12]))
-    if r.local_tokens:
-        parts.append(f"{r.local_tokens} local tokens ({r.target_stop})")
-    if r.output_tokens or r.input_tokens:
-        parts.append(f"API tokens in/out: {r.input_tokens}/{r.output_tokens}")
+        lines.append(f"expected at the cut: {_expected(r)}")
+    if r.kind == "draft":
+        lines.append(f"API tokens in/out: {r.input_tokens}/{r.output_tokens}")
+        if r.closed_early:
+            lines.append("stream closed at the cut")
+    if r.local_tokens or r.target_stop:
+        lines.append(f"local tokens: {r.local_tokens} (stopped: {r.target_stop})")
     if r.retries:
-        parts.append(f"retries: {r.retries}")
+        lines.append(f"retries: {r.retries}")
+    if r.request_id:
+        lines.append(f"request id: {r.request_id}")
     if r.error:
-        parts.append(f"error: {r.error}")
-    return "\n".join(parts)
+        lines.append(f"error: {r.error}")
+    return lines
+
+
+def _span(span: Span, rounds: tuple[Round, ...]) -> str:
+    details = [f"{span.origin}, {len(span.text)} characters"]
+    if 0 <= span.round < len(rounds):
+        details += _round_details(rounds[span.round])
+    classes, blank = f"s {span.origin}", ""
+    if not span.text.strip():
+        # A blank span would be invisible (a rejected "\n" is only a line break): mark it.
+        classes += " ws"
+        blank = f' data-ws="{_e("".join(_BLANKS.get(c, c) for c in span.text))}"'
+    return (
+        f'<span class="{classes}"{blank} data-tip="{_e(chr(10).join(details))}">'
+        f"{_e(span.text)}</span>"
+    )
 
 
 def _spans(spans: tuple[Span, ...], rounds: tuple[Round, ...]) -> str:
-    out: list[str] = []
-    previous = None
+    """The output, a streamed draft's chunks joined: one span per run of one origin in one round."""
+    runs: list[Span] = []
     for span in spans:
-        title = _round_title(rounds[span.round]) if span.round < len(rounds) else span.origin
-        boundary = " round" if span.round != previous else ""
-        previous = span.round
-        out.append(
-            f'<span class="s {span.origin}{boundary}" title="{_e(span.origin + chr(10) + title)}">'
-            f"{_e(span.text)}</span>"
-        )
+        if runs and (runs[-1].round, runs[-1].origin) == (span.round, span.origin):
+            span = replace(span, text=runs.pop().text + span.text)
+        runs.append(span)
+    out: list[str] = []
+    for i, span in enumerate(runs):
+        if i == 0 or span.round != runs[i - 1].round:
+            out.append(f'<i class="rb" data-round="{_e(span.round)}"></i>')
+        out.append(_span(span, rounds))
     return "".join(out)
 
 
+def _row(r: Round) -> str:
+    ended = r.ended + (f" ({r.target_stop})" if r.target_stop else "")
+    api = f"{r.input_tokens} / {r.output_tokens}" if r.kind == "draft" else ""
+    cells = [
+        (r.index, "n"),
+        (r.kind, ""),
+        (ended, ""),
+        (r.accepted_chars, "n"),
+        (r.rejected_chars, "n"),
+        ("" if r.cut_at is None else r.cut_at, "n"),
+        (_expected(r), "w"),
+        (api, "n"),
+        (r.local_tokens, "n"),
+        (r.retries, "n"),
+        (f"{r.seconds * 1000:.1f}", "n"),
+        (r.error or "", "w err"),
+    ]
+    return "<tr>" + "".join(f'<td class="{c}">{_e(v)}</td>' for v, c in cells) + "</tr>"
+
+
+_HEADER = (
+    "round",
+    "kind",
+    "ended",
+    "accepted",
+    "rejected",
+    "cut at",
+    "expected at the cut",
+    "API tokens in / out",
+    "local tokens",
+    "retries",
+    "ms",
+    "error",
+)
+
+
 def render(result: GuideResult) -> str:
+    """The whole page for `result`, from its trace and its summary counts."""
     trace = result.trace
+    api_in = sum(r.input_tokens for r in trace.rounds)
+    api_out = sum(r.output_tokens for r in trace.rounds)
     status = '<b class="ok">valid</b>' if result.valid else '<b class="bad">not valid</b>'
     facts = [
         status,
         f"stop: <b>{_e(result.stop_reason)}</b>",
         f"API calls: <b>{result.api_calls}</b>",
+        f"API tokens in / out: <b>{api_in} / {api_out}</b>",
         f"rounds: <b>{result.rounds}</b>",
         f"corrections: <b>{result.corrections}</b>",
         f"characters accepted / rejected: <b>{result.accepted_chars} / {result.rejected_chars}</b>",
@@ -95,23 +181,19 @@ def render(result: GuideResult) -> str:
         f"time: <b>{result.seconds:.2f} s</b>",
     ]
     legend = "".join(f'<span class="{cls}">{_e(label)}</span>' for cls, label in _LEGEND)
-    rows = "".join(
-        f"<tr><td>{r.index}</td><td>{_e(r.kind)}</td><td>{_e(r.ended)}</td>"
-        f"<td>{r.accepted_chars}</td><td>{r.rejected_chars}</td><td>{r.local_tokens}</td>"
-        f"<td>{r.seconds * 1000:.0f}</td><td>{_e(', '.join(r.expected[:8]))}</td></tr>"
-        for r in trace.rounds
-    )
+    legend += '<span><i class="rb" data-round="n"></i>round n starts</span>'
+    legend += '<span class="ws" data-ws="↵"> blank text</span><span>hover a span for details</span>'
+    header = "".join(f"<th>{_e(h)}</th>" for h in _HEADER)
     return (
-        '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'\">"
         f"<title>backtrack trace</title><style>{_STYLE}</style></head><body>"
-        "<h1>backtrack trace</h1>"
+        '<div class="bt"><h1>backtrack trace</h1>'
         f'<div class="summary">{"".join(f"<span>{f}</span>" for f in facts)}</div>'
-        f'<div class="prompt"><b>Prompt:</b> {_e(trace.prompt)}</div>'
-        f'<p class="legend">{legend}</p>'
+        f'<h2>Prompt</h2><pre class="prompt">{_e(trace.prompt)}</pre>'
+        f'<h2>Output</h2><p class="legend">{legend}</p>'
         f'<pre class="out">{_spans(trace.spans, trace.rounds)}</pre>'
-        "<table><tr><th>round</th><th>kind</th><th>ended</th><th>accepted</th>"
-        "<th>rejected</th><th>local tokens</th><th>ms</th><th>expected at the cut</th></tr>"
-        f"{rows}</table></body></html>\n"
+        f"<h2>Rounds</h2><table><tr>{header}</tr>"
+        f"{''.join(_row(r) for r in trace.rounds)}</table></div></body></html>\n"
     )

@@ -8,6 +8,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 py=.venv/bin/python
 stamp=.venv/.setup-stamp
+# tests/test_html.py renders traces in headless Chromium; CI (root on a fresh Debian) needs it.
+if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ||
+        echo "setup: could not install chromium; the browser tests will skip (fail under CI)" >&2
+fi
 if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ]; then
     exit 0
 fi

@@ -1,14 +1,81 @@
-"""The `backtrack` command line: check and grammars (the demo runs in the e2e set)."""
+"""The `backtrack` command line: run, demo, check, grammars, and the progress display.
+
+`run` goes through the real OpenAI and Anthropic SDKs to the local scripted servers
+(tests/servers.py). Tests whose drafts need no correction use a stand-in target that fails if
+touched; the end-to-end set corrects with the real SmolLM2, loaded once for the module.
+"""
 
 from __future__ import annotations
 
+import html
+import io
+import json
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from servers import MockServer, error, text
+from test_guide import JSON, good_prefix
+from test_guide_servers import DOC, PROMPT, SLIP, responder
 
 import backtrack
 import grammars
+from backtrack import cli
 from backtrack.cli import main
+from backtrack.progress import Progress
+from backtrack.trace import OUTPUT_ORIGINS
+
+KEY = "sk-test-cli-0123456789abcdef"  # a dummy; no output may show it
+Run = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]) -> Run:
+    """`run_cli(*argv)`: main()'s exit code, stdout and stderr."""
+
+    def call(*argv: str) -> tuple[int, str, str]:
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return call
+
+
+@pytest.fixture
+def keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+
+
+class _NoTarget:
+    """A target for runs that must not need one."""
+
+    def session(self, prompt: Any) -> Any:
+        raise AssertionError("the target was used")
+
+
+@pytest.fixture
+def no_target(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli, "_target", lambda args, progress: _NoTarget())
+
+
+def provider_args(kind: str, openai: MockServer, anthropic: MockServer) -> list[str]:
+    if kind == "anthropic":
+        return ["--provider", "anthropic:claude-test", "--base-url", anthropic.url]
+    found = ["--provider", "openai:gpt-test", "--base-url", f"{openai.url}/v1"]
+    return [*found, "--completions"] if kind == "openai-completions" else found
+
+
+def one_error_line(err: str) -> str:
+    assert err.count("\n") == 1 and err.startswith("backtrack: error: "), err
+    return err
+
+
+# -- grammars and check ----------------------------------------------------------------------------
 
 
 def test_grammars_lists_every_shipped_one(capsys: pytest.CaptureFixture[str]):
@@ -47,3 +114,365 @@ def test_all_is_sorted_and_complete():
     assert backtrack.__all__ == sorted(backtrack.__all__)
     for name in backtrack.__all__:
         assert getattr(backtrack, name) is not None
+
+
+# -- help ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "needles"),
+    [
+        pytest.param(
+            [], ["run", "demo", "check", "grammars", "examples:", "exit status"], id="top"
+        ),
+        pytest.param(
+            ["run"],
+            ["--provider", "openai:MODEL", "OPENAI_BASE_URL", "--completions", "examples:"],
+            id="run",
+        ),
+        pytest.param(["demo"], ["No API key", "(default: 4)", "examples:"], id="demo"),
+        pytest.param(["check"], ["caret", "example:"], id="check"),
+    ],
+)
+def test_help_explains_with_examples(
+    capsys: pytest.CaptureFixture[str], argv: list[str], needles: list[str]
+):
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    for needle in needles:
+        assert needle in out
+
+
+# -- run: errors before any model or request -------------------------------------------------------
+
+BAD_LARK = 'start: "a" b\nb: /x/ |\n  c.2: "y"\n'
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(["hi", "-p", "gemini:pro"], "unknown provider 'gemini:pro'", id="provider"),
+        pytest.param(["hi", "-p", "openai"], "unknown provider 'openai'", id="no-model"),
+        pytest.param(["hi", "--prompt", "ho"], "give one prompt", id="two-prompts"),
+        pytest.param([], "give one prompt", id="no-prompt"),
+        pytest.param(["  "], "the prompt is empty", id="empty-prompt"),
+        pytest.param(["hi", "-g", "nope.lark"], "grammar file not found: nope.lark", id="no-file"),
+        pytest.param(["hi", "-g", "{bad}"], "bad.lark:3:8: priority not supported", id="grammar"),
+        pytest.param(["hi", "-g", "{schema}"], "schema.json:1:2: JSON schema is not", id="schema"),
+        pytest.param(["hi", "--prompt-file", "missing.txt"], "file not found", id="prompt-file"),
+        pytest.param(["hi", "--base-url", "http://x"], "--base-url is for", id="local-url"),
+        pytest.param(["hi", "-p", "anthropic:m", "--completions"], "--completions", id="compl"),
+    ],
+)
+def test_run_usage_errors_are_one_line(
+    run_cli: Run, keys: None, no_target: None, tmp_path: Path, argv: list[str], message: str
+):
+    (tmp_path / "bad.lark").write_text(BAD_LARK, encoding="utf-8")
+    (tmp_path / "schema.json").write_text("{oops", encoding="utf-8")
+    fill = {"{bad}": tmp_path / "bad.lark", "{schema}": tmp_path / "schema.json"}
+    code, out, err = run_cli("run", *[str(fill.get(a, a)) for a in argv])
+    assert (code, out) == (2, "")
+    assert message in one_error_line(err)
+
+
+def test_run_with_a_folder_that_is_no_model(run_cli: Run, tmp_path: Path):
+    code, _, err = run_cli("run", "hi", "--target", str(tmp_path))
+    assert code == 2
+    assert f"--target {tmp_path}: not a transformers model folder" in one_error_line(err)
+
+
+@pytest.mark.parametrize(
+    ("device", "message"),
+    [
+        pytest.param("warp9", "--device warp9: ", id="unknown"),
+        pytest.param("cuda:0", "--device cuda:0: CUDA is not available here", id="no-cuda"),
+    ],
+)
+def test_run_on_a_device_that_is_not_there(run_cli: Run, device: str, message: str):
+    import torch
+
+    if device.startswith("cuda") and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    code, _, err = run_cli("run", "hi", "--device", device, "--quiet")
+    assert code == 2
+    assert message in one_error_line(err)
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_run_without_a_key_says_which_variable(
+    run_cli: Run, keys: None, no_target: None, monkeypatch: pytest.MonkeyPatch, kind: str
+):
+    variable = f"{kind.upper()}_API_KEY"
+    monkeypatch.delenv(variable)
+    code, _, err = run_cli("run", "hi", "-p", f"{kind}:m")
+    assert code == 2
+    assert f"{variable} is not set" in one_error_line(err)
+
+
+@pytest.mark.parametrize("kind", ["openai-chat", "openai-completions", "anthropic"])
+def test_run_http_401_is_one_line_without_the_key(
+    run_cli: Run,
+    keys: None,
+    no_target: None,
+    openai_server: MockServer,
+    anthropic_server: MockServer,
+    kind: str,
+):
+    server = anthropic_server if kind == "anthropic" else openai_server
+    server.script(error(401, f"Incorrect API key provided: {KEY}", type="authentication_error"))
+    argv = provider_args(kind, openai_server, anthropic_server)
+    code, out, err = run_cli("run", "hi", *argv, "--quiet")
+    assert (code, out) == (2, "")
+    line = one_error_line(err)
+    assert "status 401" in line and "Incorrect API key provided" in line
+    assert KEY not in line and KEY[8:] not in line
+    assert len(server.exchanges) == 1  # not retried
+    sent = server.exchanges[0].headers
+    assert KEY in (sent.get("x-api-key"), sent.get("authorization", "").removeprefix("Bearer "))
+
+
+def test_run_failing_midway_writes_the_partial_trace(
+    run_cli: Run, keys: None, no_target: None, openai_server: MockServer, tmp_path: Path
+):
+    openai_server.script(text('{"a": [1, 2', finish_reason="length"), error(403, "forbidden"))
+    page = tmp_path / "partial.html"
+    argv = ["-p", "openai:gpt-test", "--base-url", f"{openai_server.url}/v1", "--html", str(page)]
+    code, out, err = run_cli("run", "hi", *argv)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1].startswith("backtrack: error: openai.PermissionDeniedError: ")
+    assert f"HTML trace of the work before the failure written to {page.resolve()}" in err
+    assert html.escape('{"a": [1', quote=True) in page.read_text(encoding="utf-8")
+
+
+# -- run: drafts that need no correction -----------------------------------------------------------
+
+
+def test_run_reads_the_prompt_from_stdin_and_prints_json(
+    run_cli: Run,
+    keys: None,
+    no_target: None,
+    openai_server: MockServer,
+    monkeypatch: pytest.MonkeyPatch,
+):
+    openai_server.script(text(DOC, usage=(11, 5)))
+    monkeypatch.setattr("sys.stdin", io.StringIO(PROMPT + "\n"))
+    code, out, err = run_cli(
+        "run", "-", "-p", "openai:gpt-test", "--base-url", f"{openai_server.url}/v1", "--json"
+    )
+    assert code == 0
+    data = json.loads(out)
+    assert (data["text"], data["valid"], data["complete"]) == (DOC, True, True)
+    assert (data["stop_reason"], data["api_calls"], data["corrections"]) == ("complete", 1, 0)
+    assert data["usage"] == {"input_tokens": 11, "output_tokens": 5}
+    assert {(s["origin"], s["round"]) for s in data["spans"]} == {("draft", 0)}
+    assert "".join(s["text"] for s in data["spans"]) == DOC
+    assert [r["kind"] for r in data["round_details"]] == ["draft"] == ["draft"] * data["rounds"]
+    assert (data["accepted_chars"], data["rejected_chars"], data["local_tokens"]) == (
+        len(DOC),
+        0,
+        0,
+    )
+    assert openai_server.bodies[0]["messages"] == [{"role": "user", "content": PROMPT}]
+    assert openai_server.bodies[0]["model"] == "gpt-test"
+    # Progress as plain lines (stderr is no terminal here); no summary beside --json.
+    assert "guided generation, openai:gpt-test drafting..." in err
+    assert "draft 1 by openai:gpt-test, 0 characters kept" in err
+    assert "valid:" not in err
+
+
+def test_run_reads_the_base_url_from_the_environment(
+    run_cli: Run,
+    keys: None,
+    no_target: None,
+    anthropic_server: MockServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+):
+    anthropic_server.script(text('{"ok": true}'))
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("Say ok as JSON.\n", encoding="utf-8")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_server.url)
+    code, out, err = run_cli("run", "--prompt-file", str(prompt), "-p", "anthropic:claude-test")
+    assert (code, out) == (0, '{"ok": true}\n')
+    assert err.splitlines()[-1].startswith("valid: True  stop: complete  API calls: 1")
+    assert anthropic_server.bodies[0]["messages"] == [
+        {"role": "user", "content": "Say ok as JSON."}
+    ]
+
+
+# -- progress --------------------------------------------------------------------------------------
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_on_a_terminal_spins_in_place():
+    stream = _Terminal()
+    progress = Progress(stream, interval=0.005)
+    with progress.step("loading"):
+        time.sleep(0.05)
+        progress.status("still loading")
+        progress.note("a note")
+        time.sleep(0.03)
+    out = stream.getvalue()
+    assert out.count("\r\x1b[K| loading  0.") >= 1 and "\r\x1b[K/ loading" in out
+    assert " still loading  0." in out  # the status redraws the line with the new message
+    assert "\r\x1b[Ka note\n" in out
+    assert out.endswith("s\n") and "\r\x1b[Kloading: done in 0." in out
+    assert out.count("\n") == 2  # the note and the end of the step; all else redraws in place
+
+
+def test_progress_elsewhere_is_plain_lines():
+    stream = io.StringIO()
+    progress = Progress(stream)
+    with progress.step("loading"):
+        progress.status("round 1")
+    with pytest.raises(RuntimeError), progress.step("failing"):
+        raise RuntimeError
+    lines = stream.getvalue().splitlines()
+    assert lines[:2] == ["loading...", "round 1"]
+    assert lines[2].startswith("loading: done in ")
+    assert lines[3] == "failing..."
+    assert lines[4].startswith("failing: failed after ")
+    assert "\r" not in stream.getvalue()
+
+
+def test_progress_quiet_writes_nothing():
+    stream = _Terminal()
+    progress = Progress(stream, quiet=True)
+    with progress.step("loading"):
+        progress.note("a note")
+        progress.status("x")
+    assert stream.getvalue() == ""
+    assert not progress.live
+
+
+# -- end to end: SmolLM2 corrects ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def target() -> Iterator[Any]:
+    import torch
+
+    from local_target import LocalTarget
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a tiny model runs faster on one thread, above all on a busy machine
+    yield LocalTarget.default()
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def default_target(monkeypatch: pytest.MonkeyPatch, target: Any) -> list[dict[str, Any]]:
+    """LocalTarget.default() returns the module's target; the calls' keyword arguments."""
+    from local_target import LocalTarget
+
+    calls: list[dict[str, Any]] = []
+
+    def default(**kwargs: Any) -> Any:
+        calls.append(kwargs)
+        kwargs["progress"]("(converted already)")
+        return target
+
+    monkeypatch.setattr(LocalTarget, "default", default)
+    return calls
+
+
+SMALL = ["--max-corrections", "2", "--completion-tokens", "24"]
+
+
+def check_output(data: dict[str, Any], server: MockServer) -> None:
+    assert data["valid"] and JSON.matches(data["text"])
+    assert data["text"].startswith(good_prefix(SLIP, JSON))
+    assert data["corrections"] >= 1 and data["local_tokens"] >= 1
+    output = [s for s in data["spans"] if s["origin"] in OUTPUT_ORIGINS]
+    assert "".join(s["text"] for s in output) == data["text"]
+    assert {s["origin"] for s in data["spans"]} >= {"draft", "rejected", "correction"}
+    assert all(0 <= s["round"] < data["rounds"] for s in data["spans"])
+    assert data["api_calls"] == len(server.exchanges) >= 2
+    # 7 input tokens per reply; an OpenAI stream closed at the cut never gets its usage chunk.
+    assert 7 <= data["usage"]["input_tokens"] <= 7 * data["api_calls"]
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("kind", ["openai-chat", "openai-completions", "anthropic"])
+def test_run_repairs_a_slip(
+    run_cli: Run,
+    keys: None,
+    default_target: list[dict[str, Any]],
+    openai_server: MockServer,
+    anthropic_server: MockServer,
+    tmp_path: Path,
+    kind: str,
+):
+    server = anthropic_server if kind == "anthropic" else openai_server
+    server.responder = responder(kind, first=SLIP)
+    page = tmp_path / "trace.html"
+    argv = provider_args(kind, openai_server, anthropic_server)
+    code, out, err = run_cli("run", PROMPT, *argv, *SMALL, "--json", "--html", str(page))
+    assert code == 0
+    data = json.loads(out)
+    check_output(data, server)
+    assert default_target == [{"device": None, "progress": default_target[0]["progress"]}]
+    assert "(converted already)" in err and "loading the target model" in err
+    assert f"HTML trace written to {page.resolve()}" in err
+    written = page.read_text(encoding="utf-8")
+    for span in data["spans"]:
+        assert html.escape(span["text"], quote=True) in written
+
+
+@pytest.mark.e2e
+def test_run_prints_the_text_and_a_summary(
+    run_cli: Run, keys: None, default_target: Any, anthropic_server: MockServer
+):
+    anthropic_server.responder = responder("anthropic", first=SLIP)
+    base = ["--base-url", anthropic_server.url]
+    code, out, err = run_cli("run", "--prompt", PROMPT, "-p", "anthropic:claude-test", *base)
+    assert code == 0
+    assert JSON.matches(out) and out.endswith("}\n") and out.count("\n") == 1
+    summary = err.splitlines()[-1]
+    assert summary.startswith("valid: True  stop: ") and "corrections: " in summary
+
+
+@pytest.mark.e2e
+def test_run_that_cannot_finish_exits_1(
+    run_cli: Run, keys: None, default_target: Any, openai_server: MockServer
+):
+    openai_server.script(text('{"a": [[["x", 1}'))
+    argv = ["-p", "openai:gpt-test", "--base-url", f"{openai_server.url}/v1", "--json"]
+    code, out, _ = run_cli(
+        "run", PROMPT, *argv, "--max-corrections", "0", "--completion-tokens", "1"
+    )
+    data = json.loads(out)
+    assert (code, data["valid"], data["stop_reason"]) == (1, False, "incomplete")
+    assert data["text"].startswith('{"a": [[["x", 1')
+
+
+@pytest.mark.e2e
+def test_run_with_a_model_folder_as_target(
+    run_cli: Run, keys: None, target: Any, openai_server: MockServer
+):
+    from local_target.loading import converted_smollm2
+
+    openai_server.responder = responder("openai-chat", first=SLIP)
+    folder = converted_smollm2()
+    argv = ["-p", "openai:gpt-test", "--base-url", f"{openai_server.url}/v1", "--json"]
+    code, out, err = run_cli("run", PROMPT, *argv, *SMALL, "--target", str(folder))
+    assert code == 0
+    check_output(json.loads(out), openai_server)
+    assert f"loading the target model from {folder}: done in " in err
+
+
+@pytest.mark.e2e
+def test_demo(run_cli: Run, default_target: Any, tmp_path: Path):
+    page = tmp_path / "demo.html"
+    code, out, err = run_cli("demo", "--html", str(page), "--max-draft-tokens", "48")
+    assert code in (0, 1)
+    draft, _, rest = out.partition("--- guided result ---\n")
+    assert draft.startswith("--- unconstrained draft (first round) ---\n")
+    assert rest.strip() and page.is_file()
+    assert err.splitlines()[-2].startswith(f"valid: {code == 0}  stop: ")
