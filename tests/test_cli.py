@@ -11,7 +11,7 @@ import html
 import io
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -352,18 +352,6 @@ def test_progress_quiet_writes_nothing():
 
 
 # -- end to end: SmolLM2 corrects ------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def target() -> Iterator[Any]:
-    import torch
-
-    from local_target import LocalTarget
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a tiny model runs faster on one thread, above all on a busy machine
-    yield LocalTarget.default()
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture
