@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 # "closing" (chosen with a bias towards closing tokens, in the last part of a completion budget).
 TokenFlag = Literal["healed", "forced", "sampled", "masked", "closing"]
 Until = Literal["terminal", "complete"] | int
+# Why a correction stopped: "eos" (the model ended: EOS, or at a complete point a choice past the
+# grammar's end), "grammar_end" (nothing may follow), "terminal" (a lexeme ended), "max_tokens".
 StopReason = Literal["eos", "grammar_end", "terminal", "max_tokens"]
 
 # Added to the logits of closing tokens (quotes, brackets, ';', EOS) near the end of a completion.
@@ -252,7 +254,10 @@ class TargetSession:
                 generator,
             )
             mask_seconds += time.perf_counter() - mask_start
-            if token == vocab.eos:
+            # At a complete point, a choice the grammar refuses means the model is past the end
+            # (a closing fence, a remark): end here rather than pad with what the mask leaves.
+            ended = masked and not pending and matcher.is_accepting()
+            if token == vocab.eos or ended:
                 stop = "eos"
                 break
             if not matcher.consume_token(token):

@@ -138,3 +138,18 @@ def test_json_with_three_string_keys(smollm2: LocalTarget, grammar: Grammar) -> 
         assert isinstance(item, str) and re.search(r"[A-Za-z]{2}", item), (key, item)
     # a book has these (the prompt names them; the schema forces them)
     assert set(value) == {"title", "author", "genre"}
+
+
+def test_completion_ends_where_the_model_goes_past_the_grammar(
+    smollm2: LocalTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: after a raw prompt that opens a ```json fence, SmolLM2 wants to close the fence
+    once the object is done; the mask refused the backticks and the completion padded the budget
+    with newlines. At a complete point a refused choice now ends the text."""
+    monkeypatch.setattr(smollm2.tokenizer, "chat_template", None)
+    prompt = "Here is a JSON object, with 3 keys, using only string values:\n\n```json\n"
+    grammar = Grammar.load("json_keys", n=3)
+    c = smollm2.correct(prompt, "", grammar, until="complete", max_tokens=120)
+    assert c.complete and c.stop_reason == "eos", (c.stop_reason, c.text)
+    assert c.text.rstrip().endswith("}")
+    assert len(c.text) - len(c.text.rstrip()) <= 2
