@@ -334,23 +334,28 @@ def _prompt_text(prompt: Prompt) -> str:
 
 
 def _answer_start(grammar: Grammar, received: str, *, final: bool) -> int | None:
-    """The first offset where `received` continues as the grammar for a while: to its end, or for
-    at least 8 characters past where valid runs from earlier offsets end. A code fence's content
-    is tried first."""
+    """Where the answer starts in `received`: a code fence's content, if it starts validly; else
+    offset 0 when the first line is valid as a whole (a preamble fails on its first line); else
+    the first offset not inside a word or string from which the text continues as the grammar
+    to its end (4 characters or more), or for at least 16 characters past where the valid runs
+    from earlier offsets end."""
     fence = received.find("```")
-    candidates: list[int] = []
-    if fence >= 0:
-        newline = received.find("\n", fence)
-        if newline >= 0:
-            candidates.append(newline + 1)
-    candidates += range(len(received))
+    newline = received.find("\n", fence) if fence >= 0 else -1
+    if newline >= 0 and grammar.check(received[newline + 1 :]).chars:
+        return newline + 1
+    candidates = range(len(received))
     reach = 0  # where the valid runs from earlier offsets end
     for start in candidates:
+        if start and (received[start - 1].isalnum() or received[start - 1] in "\"'_"):
+            continue  # inside a word or a string: `": None, "` is no answer
         check = grammar.check(received[start:])
+        if start == 0 and "\n" in check.prefix:
+            return 0
         # Inside an earlier run only what goes beyond it counts: `{"ok": True` starts at 0,
         # not at the string `": True, "` four characters in.
         beyond = start + check.chars - max(start, reach)
-        if beyond >= 8 or (check.valid and beyond == check.chars > 0 and (final or start == 0)):
+        to_end = check.valid and beyond == check.chars and (start == 0 or (final and beyond >= 4))
+        if beyond >= 16 or to_end:
             return start
         reach = max(reach, start + check.chars)
     return None
