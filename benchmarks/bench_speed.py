@@ -361,6 +361,52 @@ def findings(rows: list[dict[str, Any]], ns: list[int]) -> list[str]:
     return out
 
 
+def merge(base: dict[str, Any], rerun: dict[str, Any]) -> dict[str, Any]:
+    """`base` with the methods that `rerun` ran (methods, rows, runs) taken from `rerun`, and a
+    note saying so. Ratios stay those measured side by side within each run."""
+    names = {m["name"] for m in rerun["methods"]}
+    out = dict(base)
+    out["methods"] = [*rerun["methods"]] + [m for m in base["methods"] if m["name"] not in names]
+    order = [m["name"] for m in base["methods"]]
+    out["methods"].sort(key=lambda m: order.index(m["name"]) if m["name"] in order else 99)
+    out["rows"] = [r for r in base["rows"] if r["method"] not in names] + rerun["rows"]
+    out["rows"].sort(key=lambda r: (order.index(r["method"]), r["n"]))
+    out["runs"] = [t for t in base["runs"] if t["method"] not in names] + rerun["runs"]
+    loads = [t["load"] for t in out["runs"]]
+    out["load_min_median_max"] = [min(loads), median(loads), max(loads)]
+    out["finished"] = rerun["finished"]
+    out["notes"] = [
+        *base.get("notes", []),
+        f"Rows of {', '.join(sorted(names))} come from a re-run ({rerun['started']} to "
+        f"{rerun['finished']}, same settings) after a change to backtrack; the other rows and "
+        "their ratios (* ones against the earlier unconstrained run) from the first run.",
+    ]
+    return out
+
+
+def budget_notes(record: dict[str, Any]) -> list[str]:
+    """A line for backtrack's target when it wrote past the end of a complete text (blanks, which
+    the grammar allows after the object, until the token budget): tokens it generated per
+    second against tokens of the final text."""
+    runs = [
+        t
+        for t in record["runs"]
+        if t["method"] == "backtrack target alone" and "generated_tokens" in t["extra"]
+    ]
+    at_budget = [t for t in runs if t["extra"]["generated_tokens"] >= max_tokens(t["n"])]
+    if not at_budget:
+        return []
+    base = [t for t in record["runs"] if t["method"] == "generate (unconstrained)"]
+    gen = median([t["extra"]["generated_tokens"] / t["seconds"] for t in runs])
+    ratio = gen / median([t["tps"] for t in base]) if base else float("nan")
+    return [
+        f"- backtrack target alone used the whole token budget in {len(at_budget)}/{len(runs)} "
+        "runs: after the closing brace the grammar allows only blanks, and the model wrote "
+        f"newlines instead of EOS. Counting the tokens it generated, {gen:.1f} tok/s "
+        f"({ratio:.2f}x unconstrained): the masking itself costs little, the blank tail does."
+    ]
+
+
 def machine() -> str:
     cpu = platform.processor() or platform.machine()
     try:
@@ -505,10 +551,14 @@ def run(
     out = RESULTS / ("speed-dev.json" if dev else "speed-quick.json" if quick else "speed.json")
     out.write_text(json.dumps(record, indent=1, ensure_ascii=False))
     print(f"results: {out}", flush=True)
-    return markdown(record, text_table, findings(rows, ns))
+    return markdown(record)
 
 
-def markdown(record: dict[str, Any], text_table: str, notes: list[str]) -> str:
+def markdown(record: dict[str, Any]) -> str:
+    """The Markdown section for a saved record (`.bench/results/speed.json`)."""
+    text_table = table(record["rows"])
+    notes = findings(record["rows"], record["ns"])
+    notes[1:1] = budget_notes(record)
     envs: dict[str, dict[str, str]] = {}
     for m in record["methods"]:
         envs.setdefault(m["env"], {}).update(m["versions"])
@@ -529,6 +579,7 @@ def markdown(record: dict[str, Any], text_table: str, notes: list[str]) -> str:
         "",
         f"Versions by venv: {env_text}.",
         "",
+        *[f"{note}\n" for note in record.get("notes", [])],
         f"Greedy, at most 16 N + 16 new tokens, {record['trials']} trial(s) per (method, N) after "
         "one warm-up (N=3), interleaved (trial, N, method). Each peer uses its own grammar "
         "language: grammar-guide and transformers-CFG the grammars of grammar-guide's benchmark, "
@@ -555,8 +606,24 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=None, help="trials per (method, N)")
     parser.add_argument("--ns", default=None, help="development: N values, e.g. 10,40")
     parser.add_argument("--only", default=None, help="development: method-name substrings")
+    parser.add_argument("--from-json", default=None, help="print the section of saved results")
+    parser.add_argument(
+        "--merge",
+        default=None,
+        help="take the methods of this re-run into .bench/results/speed.json",
+    )
     args = parser.parse_args()
     ns = [int(x) for x in args.ns.split(",")] if args.ns else None
+    if args.from_json:
+        print(markdown(json.loads(Path(args.from_json).read_text(encoding="utf-8"))))
+        return
+    if args.merge:
+        base_path = RESULTS / "speed.json"
+        base = json.loads(base_path.read_text(encoding="utf-8"))
+        merged = merge(base, json.loads(Path(args.merge).read_text(encoding="utf-8")))
+        base_path.write_text(json.dumps(merged, indent=1, ensure_ascii=False), encoding="utf-8")
+        print(markdown(merged))
+        return
     section = run(args.quick, args.trials, ns, args.only)
     print()
     print(section)
