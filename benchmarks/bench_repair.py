@@ -562,7 +562,8 @@ def findings(outs: list[Outcome], methods: Sequence[str], gg_note: str) -> list[
         )
     causes = {
         "start": "the answer's start was placed past a good start, which was dropped as a "
-        "preamble (loop._answer_start; see the xfail test in tests/test_guide.py)",
+        "preamble (loop._answer_start: in Python-like grammars a valid tail after an early slip "
+        "looks like an answer after a preamble)",
         "long": f"the API's continuations stopped fitting; the local model wrote "
         f"{LONG_COMPLETION}+ tokens (completion)",
         "astray": "a correction went another way than the document, and the API's later text "
