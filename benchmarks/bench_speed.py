@@ -44,6 +44,7 @@ import torch
 
 import grammars
 from benchmarks.peers import ROOT, PeerProcess, smollm2_tf4
+from benchmarks.peers.protocol import Clock
 
 RESULTS = ROOT / ".bench" / "results"
 COMMAND = ".venv/bin/python -m benchmarks.bench_speed"
@@ -163,21 +164,6 @@ def validate(text: str, n: int) -> tuple[bool, int, int, str]:
     if len(pairs) != n:
         return False, len(pairs), len(keys), f"{len(pairs)} pairs"
     return True, len(pairs), len(keys), ""
-
-
-class Clock:
-    """Wall and CPU (this process) seconds of a `with` block (as in peers/speed_runner.py)."""
-
-    def __enter__(self) -> Clock:
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.wall = time.perf_counter() - self.wall
-        self.cpu = time.process_time() - self.cpu
-
-    def times(self) -> dict[str, float]:
-        return {"seconds": self.wall, "cpu_seconds": self.cpu}
 
 
 class InProcess:

@@ -18,12 +18,8 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from typing import Any
 
-
-def emit(record: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(record) + "\n")
-    sys.stdout.flush()
+from protocol import emit
 
 
 def cpu_time(run: Callable[[], object]) -> float:

@@ -25,32 +25,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 import traceback
 from typing import Any
 
 import torch
+from protocol import Clock, emit
 from transformers import AutoModelForCausalLM, AutoTokenizer
-
-
-class Clock:
-    """Wall and CPU (this process, all threads) seconds of a `with` block."""
-
-    def __enter__(self) -> Clock:
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.wall = time.perf_counter() - self.wall
-        self.cpu = time.process_time() - self.cpu
-
-    def times(self) -> dict[str, float]:
-        return {"seconds": self.wall, "cpu_seconds": self.cpu}
-
-
-def emit(record: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
-    sys.stdout.flush()
 
 
 def log(message: str) -> None:
