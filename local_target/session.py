@@ -323,9 +323,9 @@ def _full_mask(vocab: Any, matcher: llguidance.LLMatcher, pending: bytes) -> tor
     if not pending:
         mask: torch.Tensor = vocab.grammar_mask(matcher)
         return mask
-    mask = vocab.healing_mask(pending)
-    for token in mask.nonzero().flatten().tolist():
-        mask[token] = matcher.validate_tokens([token]) == 1
+    candidates = vocab.healing_mask(pending).nonzero().flatten().tolist()
+    mask = torch.zeros(vocab.n_logits, dtype=torch.bool)
+    mask[[t for t in candidates if matcher.validate_tokens([t]) == 1]] = True
     return mask
 
 
