@@ -227,6 +227,11 @@ class _Watched:
     def capabilities(self) -> Any:
         return self.drafter.capabilities  # may change between rounds (a refused prefill)
 
+    @property
+    def target(self) -> Any:
+        """The local model the drafter runs on (None for an API): guide() then shares its cache."""
+        return getattr(self.drafter, "target", None)
+
     def draft(self, request: DraftRequest) -> DraftStream:
         self.drafts += 1
         committed = len(request.prefix)

@@ -55,12 +55,13 @@ def _setup(
 
 
 def _shared_session(drafter: Any, target: LocalTarget | None, prompt: Prompt) -> Any:
-    """A LocalDrafter on the target's own model drafts in the target's session: one KV cache."""
-    from providers.local import LocalDrafter
-
-    if not isinstance(drafter, LocalDrafter) or target not in (None, drafter.target):
+    """A drafter that runs on a LocalTarget (`drafter.target`: a LocalDrafter, or a wrapper that
+    passes its target on) drafts in that target's session when it is guide()'s target too: one KV
+    cache for drafts and corrections."""
+    own = getattr(drafter, "target", None)
+    if own is None or target not in (None, own):
         return None
-    return drafter.target.session(prompt)
+    return own.session(prompt)
 
 
 def _attempts(max_attempts: int | None) -> int:

@@ -7,6 +7,7 @@ every accepted draft character verbatim, and record an honest trace.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -111,3 +112,18 @@ def test_servers_serving_smollm2(
     server = anthropic_server if kind == "anthropic" else openai_server
     assert result.api_calls == len(server.bodies) >= 1
     assert result.accepted_chars > 0
+
+
+def test_a_wrapper_that_passes_the_target_on_shares_the_session(smollm2: LocalTarget) -> None:
+    """The command line wraps its drafter for progress; the wrapper names the LocalDrafter's model,
+    so guide() still drafts in the target's session. An API drafter names none."""
+    from backtrack.cli import _Watched
+    from backtrack.progress import Progress
+    from providers import FunctionDrafter
+
+    shared = importlib.import_module("backtrack.guide")._shared_session  # the module, not guide()
+    watched = _Watched(LocalDrafter(smollm2), Progress(quiet=True), "local")
+    session = shared(watched, None, PROMPT)
+    assert session is not None and session.target is smollm2
+    assert shared(watched, object(), PROMPT) is None  # another target: nothing to share
+    assert shared(FunctionDrafter(lambda prompt, prefix: ""), smollm2, PROMPT) is None
