@@ -2,18 +2,25 @@
 
 Invariants (tested): the KV cache holds exactly `self.ids`, and `self.logits` are the next-token
 logits after them, equal (within float tolerance) to a fresh forward pass over `self.ids`,
-whatever series of moves led there. The matcher has consumed exactly the text tokens of `self.ids`
-(everything after the prompt). Moving to new text crops both back to the longest common prefix of
-old and new token ids and feeds the rest in one forward pass.
+whatever series of moves led there. The matcher has consumed exactly the text tokens it records.
+Moving to new text crops both back to the longest common prefix of old and new token ids and feeds
+the rest in one forward pass.
+
+The invariants hold under any exception, at any point (KeyboardInterrupt, MemoryError, a
+cancelled correction): the sequence (ids, cache, logits) is one attribute and the matcher (with
+the tokens it consumed) another. Each is taken out of the session while it is changed in place and
+put back whole once it is consistent again. An exception in between leaves the session without
+it, and the next use rebuilds it: the sequence from the prompt (through the target's prompt
+cache), the matcher from the grammar.
 """
 
 from __future__ import annotations
 
-import copy
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import llguidance
 import torch
@@ -42,7 +49,7 @@ _CLOSING_BONUS = 10.0
 _LEXEME_ENDS = frozenset(b",:;()[]{}\"'`=<>+-*/%|&!?.")
 
 
-def _common_prefix(a: list[int], b: list[int]) -> int:
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     n = min(len(a), len(b))
     i = 0
     while i < n and a[i] == b[i]:
@@ -74,76 +81,120 @@ class Correction:
     run; a run boundary never splits a character."""
 
 
+class _Sequence(NamedTuple):
+    """Token ids, a KV cache holding exactly them, and the next-token logits after them."""
+
+    ids: list[int]
+    cache: Any
+    logits: torch.Tensor
+
+
+class _Matcher(NamedTuple):
+    """A grammar's matcher and the text tokens it has consumed."""
+
+    grammar: Grammar
+    matcher: llguidance.LLMatcher
+    consumed: list[int]
+
+
 class TargetSession:
     """The state of one request on a LocalTarget. Not shared between requests."""
 
-    def __init__(self, target: LocalTarget, prompt_ids: list[int], cache: Any, logits: Any):
+    def __init__(
+        self, target: LocalTarget, prompt_ids: list[int], cache: Any, logits: torch.Tensor
+    ) -> None:
+        """`cache` holds exactly `prompt_ids`; `logits` are the next-token logits after them."""
         self.target = target
-        self.prompt_len = len(prompt_ids)
-        self.ids: list[int] = list(prompt_ids)
-        self._cache = cache
-        self.logits: torch.Tensor = logits
-        self._grammar: Grammar | None = None
-        self._matcher: llguidance.LLMatcher | None = None
-        self._matched: list[int] = []
+        self._prompt = tuple(prompt_ids)
+        self._seq: _Sequence | None = _Sequence(list(prompt_ids), cache, logits)
+        self._matcher: _Matcher | None = None
         self.forward_passes = 0
         self.forward_seconds = 0.0
 
     # -- the token sequence ---------------------------------------------------------------------
 
-    def move_to(self, ids: list[int]) -> None:
+    @property
+    def prompt_len(self) -> int:
+        return len(self._prompt)
+
+    @property
+    def ids(self) -> list[int]:
+        """The token sequence: the prompt's ids, then the text's (a copy)."""
+        return list(self._sequence().ids)
+
+    @property
+    def logits(self) -> torch.Tensor:
+        """The next-token logits after `ids`, [1, 1, V]."""
+        return self._sequence().logits
+
+    def _sequence(self) -> _Sequence:
+        """The sequence; rebuilt at the prompt when an interrupted change left the session none."""
+        if self._seq is None:
+            cache, logits = self.target.cache_for(list(self._prompt))
+            self._seq = _Sequence(list(self._prompt), cache, logits)
+        return self._seq
+
+    def _take(self, length: int, cancel: threading.Event | None) -> _Sequence:
+        """The sequence, taken out of the session to be changed in place and then grown to `length`
+        tokens. Refused (TargetError) before anything changes when `cancel` is set or `length`
+        would not fit the model's context."""
+        if cancel is not None and cancel.is_set():
+            raise TargetError("cancelled before a forward pass; the session is unchanged")
+        self.target.check_length(length, "the session's token sequence")
+        seq = self._sequence()
+        self._seq = None
+        return seq
+
+    def _grow(self, kept: list[int], cache: Any, new: list[int]) -> None:
+        """Feed `new` after `kept` (which `cache` holds) and put the sequence back."""
+        start = time.perf_counter()
+        logits = self.target.forward(new, cache)
+        self.forward_seconds += time.perf_counter() - start
+        self.forward_passes += 1
+        kept.extend(new)
+        self._seq = _Sequence(kept, cache, logits)
+
+    def move_to(self, ids: list[int], *, cancel: threading.Event | None = None) -> None:
         """Make the sequence `ids` (which must start with the prompt): crop to the common prefix,
         feed the rest. At least the last token is always fed, to get its logits."""
-        if ids == self.ids:
+        seq = self._sequence()
+        if ids == seq.ids:
             return
-        if ids[: self.prompt_len] != self.ids[: self.prompt_len]:
+        if tuple(ids[: self.prompt_len]) != self._prompt:
             raise TargetError("a session's prompt cannot change; start a new session")
-        keep = min(_common_prefix(self.ids, ids), len(ids) - 1)
-        have = self._cache.get_seq_length()
-        if keep < have:
-            if not self._cache.is_croppable:
-                keep = 0
-                self._cache = self.target.new_cache()
+        keep = min(_common_prefix(seq.ids, ids), len(ids) - 1)
+        seq = self._take(len(ids), cancel)
+        cache = seq.cache
+        if keep < len(seq.ids):
+            if cache.is_croppable:
+                cache.crop(keep - len(seq.ids))
             else:
-                self._cache.crop(keep - have)
-        self.ids = self.ids[:keep]
-        self.feed(ids[keep:])
+                keep, cache = 0, self.target.new_cache()
+        self._grow(ids[:keep], cache, ids[keep:])
 
-    def feed(self, new: list[int]) -> None:
+    def feed(self, new: list[int], *, cancel: threading.Event | None = None) -> None:
         """Append `new` tokens in one forward pass."""
         if not new:
             return
-        start = time.perf_counter()
-        self.logits = self.target.forward(new, self._cache)
-        self.forward_seconds += time.perf_counter() - start
-        self.forward_passes += 1
-        self.ids.extend(new)
-
-    def fork(self) -> TargetSession:
-        """An independent copy (its own cache and matcher)."""
-        other = copy.copy(self)
-        other.ids = list(self.ids)
-        other._cache = copy.deepcopy(self._cache)
-        other._matcher = self._matcher.deep_copy() if self._matcher is not None else None
-        other._matched = list(self._matched)
-        return other
+        seq = self._take(len(self._sequence().ids) + len(new), cancel)
+        self._grow(seq.ids, seq.cache, new)
 
     # -- the matcher ----------------------------------------------------------------------------
 
     def _matcher_at(self, grammar: Grammar, text_ids: list[int]) -> llguidance.LLMatcher:
-        if self._grammar is not grammar or self._matcher is None:
-            self._grammar = grammar
-            self._matcher = grammar.matcher(self.target.vocab.ll)
-            self._matched = []
-        keep = _common_prefix(self._matched, text_ids)
-        if keep < len(self._matched):
-            self._matcher.rollback(len(self._matched) - keep)
-        if not self._matcher.consume_tokens(text_ids[keep:]):
-            error = self._matcher.get_error().split("\n", 1)[0]
-            self._matcher = None
+        """`grammar`'s matcher after exactly `text_ids`, taken out of the session: the caller puts
+        it back (`self._matcher`) once it knows what the matcher has consumed."""
+        held, self._matcher = self._matcher, None
+        if held is None or held.grammar is not grammar:
+            held = _Matcher(grammar, grammar.matcher(self.target.vocab.ll), [])
+        matcher = held.matcher
+        keep = _common_prefix(held.consumed, text_ids)
+        if keep < len(held.consumed):
+            matcher.rollback(len(held.consumed) - keep)
+        if not matcher.consume_tokens(text_ids[keep:]):
+            error = matcher.get_error().split("\n", 1)[0]
             raise TargetError(f"the committed text does not match the grammar: {error}")
-        self._matched = list(text_ids)
-        return self._matcher
+        return matcher
 
     # -- writing ----------------------------------------------------------------------------------
 
@@ -151,11 +202,16 @@ class TargetSession:
         self, text: str, *, max_tokens: int, sampling: Sampling | None = None
     ) -> Iterator[str]:
         """Unconstrained continuation of `text`, streamed as text chunks (whole characters).
-        Ends at a special token (EOS, end of turn) or after `max_tokens` tokens."""
+        Ends at a special token (EOS, end of turn) or after `max_tokens` tokens, or where the
+        model's context ends: a draft is cut there as at its budget (the grammar checks it
+        anyway), while a prompt and text that do not fit raise TargetError."""
         sampling = sampling or Sampling()
         generator = sampling.generator()
         vocab = self.target.vocab
-        self.move_to(self.ids[: self.prompt_len] + vocab.encode(text))
+        ids = [*self._prompt, *vocab.encode(text)]
+        self.move_to(ids)
+        if self.target.context_length is not None:
+            max_tokens = min(max_tokens, self.target.context_length - len(ids))
         pending = bytearray()
         for _ in range(max_tokens):
             token, _masked = choose(self.logits[0, -1], _any, _no_mask, sampling, generator)
@@ -176,8 +232,15 @@ class TargetSession:
         until: Until = "terminal",
         sampling: Sampling | None = None,
         heal: bool = True,
+        cancel: threading.Event | None = None,
     ) -> Correction:
-        """Write a grammar-valid continuation of `text` (which must be a valid prefix)."""
+        """Write a grammar-valid continuation of `text` (which must be a valid prefix).
+
+        The prompt, the tokens of `text` and `max_tokens` must fit the model's context together
+        (else TargetError, before any forward pass); a correction goes past `max_tokens` only to
+        finish a character or the healed token. Setting `cancel` (from another thread) stops the
+        correction before its next forward pass with a TargetError; the session stays usable.
+        """
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         sampling = sampling or Sampling()
@@ -187,6 +250,11 @@ class TargetSession:
         vocab = self.target.vocab
 
         text_ids = vocab.encode(text)
+        self.target.check_length(
+            self.prompt_len + len(text_ids) + max_tokens,
+            f"the prompt ({self.prompt_len} tokens) + committed text ({len(text_ids)} tokens)"
+            f" + max_tokens ({max_tokens})",
+        )
         backed_off = text_ids[-1:] if heal and text_ids else []
         base = text_ids[: len(text_ids) - len(backed_off)]
         pending = vocab.decode(backed_off)
@@ -194,7 +262,7 @@ class TargetSession:
         matcher = self._matcher_at(grammar, base)
         if matcher.validate_tokens(backed_off) != len(backed_off):
             raise TargetError("the committed text does not match the grammar at its last token")
-        self.move_to(self.ids[: self.prompt_len] + base)
+        self.move_to([*self._prompt, *base], cancel=cancel)
 
         tokens: list[int] = []
         flags: list[TokenFlag] = []
@@ -232,7 +300,7 @@ class TargetSession:
                     matcher.consume_tokens(forced)
                     for token in forced:
                         accept(token, "forced")
-                    self.feed(forced)
+                    self.feed(forced, cancel=cancel)
                     if _ends_lexeme(new, until) and not _incomplete_utf8(new):
                         stop = "terminal"
                         break
@@ -263,12 +331,12 @@ class TargetSession:
             if not matcher.consume_token(token):
                 raise TargetError(f"the grammar refused token {token} it had allowed")
             accept(token, "closing" if closing else "masked" if masked else "sampled")
-            self.feed([token])
+            self.feed([token], cancel=cancel)
             if not pending and _ends_lexeme(new, until) and not _incomplete_utf8(new):
                 stop = "terminal"
                 break
 
-        self._matched = base + tokens
+        self._matcher = _Matcher(grammar, matcher, base + tokens)
         return Correction(
             text=bytes(new).decode("utf-8"),
             tokens=tuple(tokens),

@@ -4,6 +4,11 @@ One LocalTarget holds the model, its tokenizer and vocabulary tables; requests g
 TargetSession (cache + matcher), so nothing leaks between them. Forward passes are serialized by
 a lock, so sessions may be used from several threads or tasks. The KV cache of the last prompt is
 kept, and a new session whose prompt shares a prefix with it starts from a copy.
+
+The model's context (`context_length`) is a hard limit: a prompt, or a prompt with committed text
+and a correction budget, that would pass it raises TargetError before any forward pass. Nothing
+is truncated: cutting the prompt would change the request behind the caller's back, and the
+guide loop's caller keeps what was committed before the error.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
@@ -27,6 +32,27 @@ if TYPE_CHECKING:
 Prompt = str | Sequence[dict[str, Any]]
 
 
+class _PromptCache(NamedTuple):
+    """The last session's prompt ids and a KV cache holding exactly them (no session's own)."""
+
+    ids: list[int]
+    cache: Any
+
+
+def _context_length(model: Any, tokenizer: Any) -> int | None:
+    """The most tokens the model takes: the smaller of its config's `max_position_embeddings` and
+    the tokenizer's `model_max_length`, each where it is set (transformers fills an unset
+    `model_max_length` with a huge placeholder); None when neither is."""
+    from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
+
+    found = (
+        getattr(model.config, "max_position_embeddings", None),
+        getattr(tokenizer, "model_max_length", None),
+    )
+    real = [n for n in found if isinstance(n, int) and 0 < n < VERY_LARGE_INTEGER]
+    return min(real, default=None)
+
+
 class LocalTarget:
     """A local model constrained by grammars. `LocalTarget.default()` loads SmolLM2-135M."""
 
@@ -36,10 +62,11 @@ class LocalTarget:
         self.device = next(model.parameters()).device
         n_logits = int(model.get_output_embeddings().weight.shape[0])
         self.vocab = Vocabulary(tokenizer, n_logits)
+        self.context_length = _context_length(model, tokenizer)
         self._lock = threading.RLock()
-        self._prompt_ids: list[int] = []
-        self._prompt_cache: Any = None
-        self._prompt_logits: Any = None
+        # Replaced whole, never changed in place: an exception at any point leaves the old pair
+        # or the new one, never one prompt's ids with another prompt's cache.
+        self._prompt: _PromptCache | None = None
 
     @classmethod
     def default(
@@ -76,6 +103,14 @@ class LocalTarget:
 
     # -- sessions -------------------------------------------------------------------------------
 
+    def check_length(self, n_tokens: int, what: str) -> None:
+        """Raise TargetError when `what`, `n_tokens` long, would not fit the model's context."""
+        if self.context_length is not None and n_tokens > self.context_length:
+            raise TargetError(
+                f"{what} needs {n_tokens} tokens, more than the model's context of"
+                f" {self.context_length}"
+            )
+
     def new_cache(self) -> Any:
         from transformers import DynamicCache
 
@@ -93,24 +128,30 @@ class LocalTarget:
         logits: torch.Tensor = out.logits
         return logits
 
+    def cache_for(self, ids: list[int]) -> tuple[Any, torch.Tensor]:
+        """A new KV cache holding exactly `ids` and the logits after them, grown from a copy of
+        the last prompt's cache where it shares a prefix with `ids`; `ids` is then the last
+        prompt."""
+        self.check_length(len(ids), "the prompt")
+        with self._lock:
+            last = self._prompt
+            keep = 0
+            if last is not None and last.cache.is_croppable:
+                keep = min(_common_prefix(last.ids, ids), len(ids) - 1)
+            if keep > 0 and last is not None:
+                cache = copy.deepcopy(last.cache)
+                cache.crop(keep - len(last.ids))
+            else:
+                keep, cache = 0, self.new_cache()
+            logits = self.forward(ids[keep:], cache)
+            self._prompt = _PromptCache(list(ids), copy.deepcopy(cache))
+        return cache, logits
+
     def session(self, prompt: Prompt) -> TargetSession:
         """A fresh session for one request, reusing the cached prompt prefix where it matches."""
         ids = self.prompt_ids(prompt)
-        with self._lock:
-            keep = min(_common_prefix(self._prompt_ids, ids), len(ids) - 1)
-            if keep > 0 and self._prompt_cache is not None and self._prompt_cache.is_croppable:
-                cache = copy.deepcopy(self._prompt_cache)
-                cache.crop(keep - cache.get_seq_length())
-                session = TargetSession(self, ids[:keep], cache, None)
-                session.prompt_len = len(ids)
-                session.feed(ids[keep:])
-            else:
-                session = TargetSession(self, [], self.new_cache(), None)
-                session.prompt_len = len(ids)
-                session.feed(ids)
-            self._prompt_ids = list(ids)
-            self._prompt_cache = copy.deepcopy(session._cache)
-        return session
+        cache, logits = self.cache_for(ids)
+        return TargetSession(self, ids, cache, logits)
 
     def correct(
         self,

@@ -1,0 +1,171 @@
+"""LocalTarget when things go wrong: interrupted updates, cancelled corrections, prompts past the
+model's context, bad sampling parameters, many threads at once. Tiny random-weight models over
+real tokenizers (as in test_local_target.py).
+
+- An exception at any point of a state update (inside a cache copy, between two layers of a
+  forward pass, between the grammar's and the cache's step of a token) loses nothing and mixes
+  nothing: the next session of any prompt, and the next correction of the interrupted session,
+  give the logits and tokens of a fresh session.
+- Cancelling an aguide() task mid-correction stops the worker thread before its next forward pass;
+  the session and the shared target stay usable.
+- A prompt, or prompt + committed text + correction budget, past the model's context is refused
+  with a TargetError before any forward pass.
+- Sampling refuses NaN, infinite or negative temperatures and top_p outside (0, 1].
+- 64 threads correcting on one target get what each gets alone.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import tokenizer_fixtures as tf
+import torch
+from test_local_target import TARGETS, assert_same_logits
+
+from backtrack.grammar import Grammar
+from local_target import LocalTarget, Sampling, TargetSession
+
+JSON = Grammar.load("json")
+FELIX = "Write a JSON document about Felix the cat:"
+TOM = "Write a JSON document about Tom, a dog who likes long walks:"
+# A safety bound on waits for another thread (the tests count events, they do not time them).
+WAIT_S = 120.0
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread() -> Iterator[None]:
+    """Tiny models run faster on one thread, and much faster on a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def tiny() -> Callable[[str], LocalTarget]:
+    """tiny(name): a module-wide LocalTarget of test_local_target.TARGETS[name]."""
+    made: dict[str, LocalTarget] = {}
+
+    def get(name: str) -> LocalTarget:
+        if name not in made:
+            tok_name, arch, extra = TARGETS[name]
+            try:
+                tok = tf.load_tokenizer(tok_name)
+            except tf.FixtureError as exc:
+                pytest.fail(f"real tokenizer {tok_name!r} could not be built: {exc}", pytrace=False)
+            made[name] = LocalTarget(tf.tiny_model(arch, tok, extra_rows=extra), tok)
+        return made[name]
+
+    return get
+
+
+def last_layer(model: Any) -> torch.nn.Module:
+    """The model's last decoder block: a hook on it runs after the earlier blocks have written
+    their part of the KV cache and before it writes its own."""
+    blocks = next(m for m in model.modules() if isinstance(m, torch.nn.ModuleList))
+    layer: torch.nn.Module = blocks[-1]
+    return layer
+
+
+def correction(session: TargetSession, text: str, seed: int) -> tuple[int, ...]:
+    return session.correct(text, JSON, max_tokens=5, sampling=Sampling(1.0, seed=seed)).tokens
+
+
+# -- an exception at any point of a state update --------------------------------------------------
+
+
+class Interrupt:
+    """Raises `error` from the `at`-th call of whatever it is put in front of, once."""
+
+    def __init__(self, at: int, error: type[BaseException]) -> None:
+        self.at = at
+        self.error = error
+        self.calls = 0
+        self.fired = False
+
+    def tick(self) -> None:
+        self.calls += 1
+        if self.calls == self.at:
+            self.fired = True
+            raise self.error(f"injected at call {self.at}")
+
+
+def scenario(made: LocalTarget, sessions: list[TargetSession]) -> None:
+    """Two requests on one target, each session appended to `sessions` once it exists."""
+    sessions.append(made.session(FELIX))
+    correction(sessions[0], '{"name": "Fe', 0)
+    sessions.append(made.session(TOM))
+    correction(sessions[1], '{"name": "To', 1)
+    correction(sessions[0], '{"name": "Felix", "age": 1', 2)
+    sessions[0].move_to(sessions[0].ids[: sessions[0].prompt_len] + made.vocab.encode('{"x'))
+    list(sessions[1].generate('{"name": "Tom", "likes": "', max_tokens=3))
+
+
+def check_recovered(made: LocalTarget, sessions: list[TargetSession]) -> None:
+    """Fresh sessions of the scenario's prompts, and of prompts sharing a prefix with them, have
+    the logits of a fresh forward pass; the scenario's sessions correct as fresh ones do."""
+    for prompt in (TOM + " Go on.", FELIX + " Go on.", TOM, FELIX):
+        assert_same_logits(made.session(prompt))
+    texts = ['{"name": "Felix", "pet": tr', '{"name": "Tom", "age": 4']
+    for session, prompt, text in zip(sessions, (FELIX, TOM), texts, strict=False):
+        want = correction(made.session(prompt), text, 9)
+        assert correction(session, text, 9) == want
+        assert_same_logits(session)
+
+
+INTERRUPTIONS = {
+    # (where, error, model, which calls): every case must fire inside the scenario
+    "deepcopy": ("deepcopy", KeyboardInterrupt, "smollm2", list(range(1, 21))),
+    "layer-smollm2": ("layer", MemoryError, "smollm2", list(range(1, 24))),
+    "layer-gpt2": ("layer", KeyboardInterrupt, "gpt2", list(range(1, 24, 2))),
+    "choose": ("choose", KeyboardInterrupt, "mistral-padded", list(range(1, 17))),
+}
+CASES = [
+    pytest.param(case, at, id=f"{case}-{at}")
+    for case, (_, _, _, calls) in INTERRUPTIONS.items()
+    for at in calls
+]
+
+
+@pytest.mark.parametrize(("case", "at"), CASES)
+def test_interrupted_update_loses_and_mixes_nothing(
+    tiny: Any, monkeypatch: pytest.MonkeyPatch, case: str, at: int
+) -> None:
+    where, error, name, _ = INTERRUPTIONS[case]
+    made = tiny(name)
+    made.session(FELIX)  # the target's prompt cache holds another prompt than the first request's
+    interrupt = Interrupt(at, error)
+    handle = None
+    if where == "deepcopy":
+        real_deepcopy = copy.deepcopy
+
+        def deepcopy(*args: Any, **kwargs: Any) -> Any:
+            interrupt.tick()
+            return real_deepcopy(*args, **kwargs)
+
+        monkeypatch.setattr(copy, "deepcopy", deepcopy)
+    elif where == "layer":
+        handle = last_layer(made.model).register_forward_pre_hook(lambda *_: interrupt.tick())
+    else:
+        import local_target.session
+
+        real_choose = local_target.session.choose
+
+        def choose(*args: Any) -> Any:
+            interrupt.tick()
+            return real_choose(*args)
+
+        monkeypatch.setattr(local_target.session, "choose", choose)
+    sessions: list[TargetSession] = []
+    try:
+        with pytest.raises(error, match="injected"):
+            scenario(made, sessions)
+    finally:
+        monkeypatch.undo()
+        if handle is not None:
+            handle.remove()
+    assert interrupt.fired
+    check_recovered(made, sessions)
