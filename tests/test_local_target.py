@@ -696,12 +696,21 @@ def test_max_tokens_must_be_positive(target: Any, max_tokens: int) -> None:
         made.session(PROMPT).correct("{", JSON, max_tokens=max_tokens)
 
 
+BAD_SAMPLING = {
+    "temperature": [-0.1, float("nan"), float("inf"), float("-inf")],
+    "top_p": [0.0, 1.5, -0.5, float("nan"), float("inf")],
+}
+
+
 @pytest.mark.parametrize(
-    ("temperature", "top_p"), [(-0.1, 1.0), (1.0, 0.0), (1.0, 1.5)], ids=["temp", "p0", "p>1"]
+    ("field", "value"),
+    [(field, value) for field, values in BAD_SAMPLING.items() for value in values],
+    ids=str,
 )
-def test_bad_sampling_parameters(temperature: float, top_p: float) -> None:
-    with pytest.raises(ValueError):
-        Sampling(temperature, top_p)
+def test_bad_sampling_parameters_are_named(field: str, value: float) -> None:
+    """Regression: temperature=nan passed (nan < 0 is False), and inf sampled uniformly."""
+    with pytest.raises(ValueError, match=rf"^{field} must be .*, got {value}$"):
+        Sampling(**{field: value})
 
 
 def test_slow_tokenizer_is_refused(tokenizer: Any) -> None:
