@@ -4,6 +4,7 @@
   under a grammar, the constrained greedy answer is the same, token for token (forced bytes and
   opportunistic masks included).
 - From a chat prompt alone, a JSON object with three string keys: valid and sensible.
+- A 1 MB prompt (over 200k tokens against a context of 8192) is refused before any forward pass.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 import torch
 
+from backtrack.errors import TargetError
 from backtrack.grammar import Grammar
 from local_target import LocalTarget
 
@@ -153,3 +155,19 @@ def test_completion_ends_where_the_model_goes_past_the_grammar(
     assert c.complete and c.stop_reason == "eos", (c.stop_reason, c.text)
     assert c.text.rstrip().endswith("}")
     assert len(c.text) - len(c.text.rstrip()) <= 2
+
+
+def test_megabyte_prompt_is_refused_before_any_forward_pass(smollm2: LocalTarget) -> None:
+    """Regression: a 1 MB prompt was fed whole (over a minute and 3 GB)."""
+
+    def refuse(_module: Any, _args: Any) -> None:
+        raise AssertionError("a forward pass ran")
+
+    assert smollm2.context_length == 8192
+    prompt = ("The quick brown fox jumps over the lazy dog. " * 23_000)[:1_000_000]
+    handle = smollm2.model.register_forward_pre_hook(refuse)
+    try:
+        with pytest.raises(TargetError, match=r"prompt needs \d{6} tokens, .* context of 8192$"):
+            smollm2.session(prompt)
+    finally:
+        handle.remove()

@@ -25,6 +25,7 @@ import tokenizer_fixtures as tf
 import torch
 from test_local_target import TARGETS, assert_same_logits
 
+from backtrack.errors import TargetError
 from backtrack.grammar import Grammar
 from local_target import LocalTarget, Sampling, TargetSession
 
@@ -169,3 +170,71 @@ def test_interrupted_update_loses_and_mixes_nothing(
             handle.remove()
     assert interrupt.fired
     check_recovered(made, sessions)
+
+
+# -- the model's context --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_forward(tiny: Any) -> Iterator[Callable[[str], LocalTarget]]:
+    """no_forward(name): tiny(name), whose model refuses any forward pass during the test (so a
+    regression fails at once, instead of running a huge prompt through the model)."""
+    handles: list[Any] = []
+
+    def refuse(_module: Any, _args: Any) -> None:
+        raise AssertionError("a forward pass ran")
+
+    def get(name: str) -> LocalTarget:
+        made = tiny(name)
+        handles.append(made.model.register_forward_pre_hook(refuse))
+        return made
+
+    yield get
+    for handle in handles:
+        handle.remove()
+
+
+def test_context_length_is_the_smaller_real_limit(tiny: Any) -> None:
+    made = tiny("gpt2")
+    assert made.model.config.max_position_embeddings == 2048
+    assert made.tokenizer.model_max_length > 10**20  # transformers' placeholder for "not set"
+    assert made.context_length == 2048
+    tokenizer = copy.copy(made.tokenizer)
+    tokenizer.model_max_length = 512
+    assert LocalTarget(made.model, tokenizer).context_length == 512
+
+
+@pytest.mark.parametrize("name", ["gpt2", "smollm2"])
+def test_a_megabyte_prompt_is_refused_before_any_forward_pass(no_forward: Any, name: str) -> None:
+    """Regression: a 1 MB prompt was fed whole (233k tokens against SmolLM2's 8192)."""
+    made = no_forward(name)
+    prompt = ("The quick brown fox jumps over the lazy dog. " * 23_000)[:1_000_000]
+    with pytest.raises(TargetError, match=r"the prompt needs \d{6} tokens, .* context of 2048$"):
+        made.session(prompt)
+    with pytest.raises(TargetError, match="context of 2048"):
+        made.correct(prompt, "{", JSON)
+
+
+def test_prompt_text_and_budget_must_fit_the_context(tiny: Any) -> None:
+    made = tiny("gpt2")
+    session = made.session("word" * 2000)
+    text = '{"a": "b'
+    fits = 2048 - session.prompt_len - len(made.vocab.encode(text))
+    assert 0 < fits < 100
+    passes = session.forward_passes
+    with pytest.raises(TargetError, match=rf"\({fits + 1}\) needs 2049 tokens, .* of 2048$"):
+        session.correct(text, JSON, max_tokens=fits + 1)
+    assert session.forward_passes == passes
+    c = session.correct(text, JSON, max_tokens=fits, until="complete")
+    assert JSON.check(text + c.text).valid
+    assert_same_logits(session)
+
+
+def test_a_draft_ends_where_the_context_does(tiny: Any) -> None:
+    made = tiny("smollm2")
+    session = made.session("word " * 2000)
+    text = "A draft"
+    room = 2048 - session.prompt_len - len(made.vocab.encode(text))
+    assert 0 < room < 20
+    "".join(session.generate(text, max_tokens=50))
+    assert len(session.ids) == 2048  # no special token came first: the context ended it
