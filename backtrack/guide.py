@@ -189,14 +189,22 @@ async def aguide(
         if session is None:
             local = target if target is not None else await asyncio.to_thread(default_target)
             session = await asyncio.to_thread(local.session, prompt)
-        correction = await asyncio.to_thread(
-            session.correct,
-            text,
-            loop.grammar,
-            max_tokens=max_tokens,
-            until=until,
-            sampling=sampling,
-        )
+        cancel = threading.Event()
+        try:
+            correction = await asyncio.to_thread(
+                session.correct,
+                text,
+                loop.grammar,
+                max_tokens=max_tokens,
+                until=until,
+                sampling=sampling,
+                cancel=cancel,
+            )
+        except asyncio.CancelledError:
+            # The worker thread cannot be cancelled: stop it before its next forward pass, or it
+            # writes the rest of the correction on the shared target for nobody.
+            cancel.set()
+            raise
         loop.apply_correction(correction)
     return loop.result()
 

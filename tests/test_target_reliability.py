@@ -16,15 +16,20 @@ real tokenizers (as in test_local_target.py).
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 import tokenizer_fixtures as tf
 import torch
-from test_local_target import TARGETS, assert_same_logits
+from test_local_target import TARGETS, _by_bytes, assert_same_logits
 
+import providers
+from backtrack import aguide
 from backtrack.errors import TargetError
 from backtrack.grammar import Grammar
 from local_target import LocalTarget, Sampling, TargetSession
@@ -238,3 +243,98 @@ def test_a_draft_ends_where_the_context_does(tiny: Any) -> None:
     assert 0 < room < 20
     "".join(session.generate(text, max_tokens=50))
     assert len(session.ids) == 2048  # no special token came first: the context ended it
+
+
+# -- cancellation ---------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_cancelling_aguide_stops_the_correction_at_the_next_token(
+    tiny: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: the worker thread ran the rest of a cancelled correction (here up to 512
+    tokens) on the shared target. The test pauses the model in the correction's fifth forward
+    pass, cancels the task, lets the pass finish and counts the passes that follow: none."""
+    made = tiny("smollm2")
+    bias = tf.add_logit_bias(made.model, {_by_bytes(made, b"a"): 40.0})  # 'a' after 'a', forever
+    other = (TOM, '{"name": "To', 3)
+    want = correction(made.session(other[0]), *other[1:])
+    calls = 0
+    reached, proceed, finished = threading.Event(), threading.Event(), threading.Event()
+
+    def count(_module: Any, _args: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1 + 5:  # the prompt's pass, then the correction's fifth
+            reached.set()
+            assert proceed.wait(WAIT_S)
+
+    sessions: list[TargetSession] = []
+    real_correct = TargetSession.correct
+
+    def correct(self: TargetSession, *args: Any, **kwargs: Any) -> Any:
+        sessions.append(self)
+        try:
+            return real_correct(self, *args, **kwargs)
+        finally:
+            finished.set()
+
+    monkeypatch.setattr(TargetSession, "correct", correct)
+    counter = made.model.register_forward_pre_hook(count)
+    try:
+        task = asyncio.create_task(
+            aguide(
+                providers.FunctionDrafter(lambda _prompt, _prefix: '{"k": "aaa\x01"}'),
+                JSON,
+                prompt=FELIX,
+                target=made,
+                max_corrections=0,  # the cut goes straight to a 512-token completion
+            )
+        )
+        assert await asyncio.to_thread(reached.wait, WAIT_S)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        at_cancel = calls
+        proceed.set()
+        assert await asyncio.to_thread(finished.wait, WAIT_S)
+    finally:
+        proceed.set()
+        counter.remove()
+        monkeypatch.undo()
+    try:
+        # aguide set the cancel event before the task ended, so before the paused pass went on
+        assert calls == at_cancel
+        # the session holds its invariant, and the shared target serves other requests
+        (session,) = sessions
+        assert_same_logits(session)
+        text = '{"k": "aaab", "j": "aa'
+        assert correction(session, text, 4) == correction(made.session(FELIX), text, 4)
+        assert correction(made.session(other[0]), *other[1:]) == want
+    finally:
+        bias.remove()
+
+
+# -- many threads ----------------------------------------------------------------------------------
+
+TEXTS = ['{"name": "', "[1, 2", '{"a": tr', '{"城市": "北', '[{"x": null}, "y', "{"]
+
+
+def test_64_threads_on_one_target_get_what_each_gets_alone(tiny: Any) -> None:
+    made = tiny("gpt2")
+    jobs = [(f"Request {i} about item {i % 5}:", TEXTS[i % len(TEXTS)], i) for i in range(64)]
+
+    def one(job: tuple[str, str, int]) -> tuple[int, ...]:
+        prompt, text, seed = job
+        return made.correct(prompt, text, JSON, max_tokens=6, temperature=1.0, seed=seed).tokens
+
+    alone = [one(job) for job in jobs]
+    start = threading.Barrier(len(jobs))
+
+    def racing(job: tuple[str, str, int]) -> tuple[int, ...]:
+        start.wait(WAIT_S)
+        return one(job)
+
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        together = list(pool.map(racing, jobs))
+    assert together == alone
