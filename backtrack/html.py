@@ -1,16 +1,21 @@
 """The trace as one self-contained HTML page: no scripts, no external assets (its CSP forbids both).
 
 Every piece of model or user text goes through `html.escape(..., quote=True)`: it is untrusted.
-Each span's escaped text appears in the page verbatim and in one piece; markers that make blank
-spans and round boundaries visible, and the hover details, are CSS pseudo-elements fed from
-attributes, so they are neither in the DOM text nor in what a reader copies. The styles are scoped
-under `.bt`, so the page can also sit inside a notebook (`_repr_html_`). A span with the class
-`open` shows its details without hovering (for screenshots).
+Each span's escaped text appears in the page in one piece, and a browser's DOM holds it as it is:
+a CR goes in as a character reference (raw, the parser would read it as a line end) and a NUL,
+which no HTML text can hold, as a marker element. Markers that make NULs, blank spans and round
+boundaries visible, and the hover details, are CSS pseudo-elements, so they are neither in the
+DOM text nor in what a reader copies. Untrusted text cannot reorder the page around it: output
+spans and table cells isolate it (`unicode-bidi: isolate`, `<bdi>`), and in the hover details
+each piece sits between FSI and PDI, so an unterminated RIGHT-TO-LEFT OVERRIDE ends with it.
+The styles are scoped under `.bt`, so the page can also sit inside a notebook (`_repr_html_`). A
+span with the class `open` shows its details without hovering (for screenshots).
 """
 
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -38,6 +43,8 @@ _STYLE = """
 .bt .healed{background:#feefc3;color:#8a5300;font-weight:600}
 .bt .forced{background:#f3e8fd;color:#681da8}
 .bt .ws::before{content:attr(data-ws);color:#999;font-weight:400}
+.bt .nul::before{content:"NUL";font:9px/1 ui-monospace,monospace;color:#fff;background:#b3261e;
+ border-radius:2px;padding:0 2px;margin:0 1px;vertical-align:1px}
 .bt .rb::before{content:attr(data-round);font:10px/1 system-ui,sans-serif;color:#fff;
  background:#80868b;border-radius:6px;padding:1px 4px;margin:0 2px;vertical-align:2px}
 .bt .s:hover{outline:2px solid #5f6368}
@@ -64,15 +71,35 @@ _LEGEND = (
 )
 _BLANKS = {"\n": "↵", "\r": "␍", "\t": "⇥", " ": "·"}
 _EXPECTED_SHOWN = 12
+_NUL = '<i class="nul"></i>'
+# FIRST STRONG ISOLATE ... POP DIRECTIONAL ISOLATE: what <bdi> does, inside an attribute's text.
+_FSI, _PDI = "\u2068", "\u2069"
 
 
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _expected(r: Round) -> str:
+def _text(text: str) -> str:
+    """`text` as element content that a browser's DOM holds unchanged (NUL as a marker)."""
+    return _e(text).replace("\r", "&#13;").replace("\x00", _NUL)
+
+
+def _bdi(text: str) -> str:
+    return f"<bdi>{_text(text)}</bdi>"
+
+
+def _isolated(text: str) -> str:
+    """`text` for the hover details: isolated, and a NUL (an attribute cannot hold one) shown."""
+    return f"{_FSI}{text.replace(chr(0), '␀')}{_PDI}"
+
+
+def _expected(r: Round, piece: Callable[[str], str]) -> str:
+    """What the grammar wanted, each item through `piece`, the list cut after a dozen (the
+    separators and the count of the rest are plain text, the same in HTML)."""
     more = len(r.expected) - _EXPECTED_SHOWN
-    return ", ".join(r.expected[:_EXPECTED_SHOWN]) + (f" … (+{more} more)" if more > 0 else "")
+    shown = ", ".join(piece(item) for item in r.expected[:_EXPECTED_SHOWN])
+    return shown + (f" … (+{more} more)" if more > 0 else "")
 
 
 def _round_details(r: Round) -> list[str]:
@@ -81,7 +108,7 @@ def _round_details(r: Round) -> list[str]:
     if r.cut_at is not None:
         lines.append(f"cut at character {r.cut_at}")
     if r.expected:
-        lines.append(f"expected at the cut: {_expected(r)}")
+        lines.append(f"expected at the cut: {_expected(r, _isolated)}")
     if r.kind == "draft":
         lines.append(f"API tokens in/out: {r.input_tokens}/{r.output_tokens}")
         if r.closed_early:
@@ -91,9 +118,9 @@ def _round_details(r: Round) -> list[str]:
     if r.retries:
         lines.append(f"retries: {r.retries}")
     if r.request_id:
-        lines.append(f"request id: {r.request_id}")
+        lines.append(f"request id: {_isolated(r.request_id)}")
     if r.error:
-        lines.append(f"error: {r.error}")
+        lines.append(f"error: {_isolated(r.error)}")
     return lines
 
 
@@ -108,7 +135,7 @@ def _span(span: Span, rounds: tuple[Round, ...]) -> str:
         blank = f' data-ws="{_e("".join(_BLANKS.get(c, c) for c in span.text))}"'
     return (
         f'<span class="{classes}"{blank} data-tip="{_e(chr(10).join(details))}">'
-        f"{_e(span.text)}</span>"
+        f"{_text(span.text)}</span>"
     )
 
 
@@ -130,21 +157,22 @@ def _spans(spans: tuple[Span, ...], rounds: tuple[Round, ...]) -> str:
 def _row(r: Round) -> str:
     ended = r.ended + (f" ({r.target_stop})" if r.target_stop else "")
     api = f"{r.input_tokens} / {r.output_tokens}" if r.kind == "draft" else ""
+    # Each cell's HTML: untrusted text (expected items, the error) isolated piece by piece.
     cells = [
-        (r.index, "n"),
-        (r.kind, ""),
-        (ended, ""),
-        (r.accepted_chars, "n"),
-        (r.rejected_chars, "n"),
-        ("" if r.cut_at is None else r.cut_at, "n"),
-        (_expected(r), "w"),
-        (api, "n"),
-        (r.local_tokens, "n"),
-        (r.retries, "n"),
-        (f"{r.seconds * 1000:.1f}", "n"),
-        (r.error or "", "w err"),
+        (_e(r.index), "n"),
+        (_e(r.kind), ""),
+        (_e(ended), ""),
+        (_e(r.accepted_chars), "n"),
+        (_e(r.rejected_chars), "n"),
+        ("" if r.cut_at is None else _e(r.cut_at), "n"),
+        (_expected(r, _bdi), "w"),  # its separators and "(+n more)" need no escaping
+        (_e(api), "n"),
+        (_e(r.local_tokens), "n"),
+        (_e(r.retries), "n"),
+        (_e(f"{r.seconds * 1000:.1f}"), "n"),
+        (_bdi(r.error) if r.error else "", "w err"),
     ]
-    return "<tr>" + "".join(f'<td class="{c}">{_e(v)}</td>' for v, c in cells) + "</tr>"
+    return "<tr>" + "".join(f'<td class="{c}">{v}</td>' for v, c in cells) + "</tr>"
 
 
 _HEADER = (
@@ -182,7 +210,8 @@ def render(result: GuideResult) -> str:
     ]
     legend = "".join(f'<span class="{cls}">{_e(label)}</span>' for cls, label in _LEGEND)
     legend += '<span><i class="rb" data-round="n"></i>round n starts</span>'
-    legend += '<span class="ws" data-ws="↵"> blank text</span><span>hover a span for details</span>'
+    legend += '<span class="ws" data-ws="↵"> blank text</span>'
+    legend += f"<span>{_NUL} NUL character</span><span>hover a span for details</span>"
     header = "".join(f"<th>{_e(h)}</th>" for h in _HEADER)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -191,7 +220,8 @@ def render(result: GuideResult) -> str:
         f"<title>backtrack trace</title><style>{_STYLE}</style></head><body>"
         '<div class="bt"><h1>backtrack trace</h1>'
         f'<div class="summary">{"".join(f"<span>{f}</span>" for f in facts)}</div>'
-        f'<h2>Prompt</h2><pre class="prompt">{_e(trace.prompt)}</pre>'
+        # A parser drops a newline right after <pre>: this one, not the prompt's own first.
+        f'<h2>Prompt</h2><pre class="prompt">\n{_text(trace.prompt)}</pre>'
         f'<h2>Output</h2><p class="legend">{legend}</p>'
         f'<pre class="out">{_spans(trace.spans, trace.rounds)}</pre>'
         f"<h2>Rounds</h2><table><tr>{header}</tr>"

@@ -33,7 +33,7 @@ RTL = "مرحبا بالعالم — שלום עולם"
 EMOJI = "🐱‍👤 cat-ninja, 👍🏽, 🇫🇷"
 OVERRIDE = "\u202egnp.exe"  # RIGHT-TO-LEFT OVERRIDE, unterminated
 PAGE_TAGS = {"html", "head", "meta", "title", "style", "body", "div", "h1", "h2", "b", "p", "pre"}
-PAGE_TAGS |= {"span", "i", "table", "tbody", "tr", "th", "td"}  # the browser adds tbody
+PAGE_TAGS |= {"span", "i", "bdi", "table", "tbody", "tr", "th", "td"}  # the browser adds tbody
 PAGE_ATTRIBUTES = {"lang", "charset", "http-equiv", "content", "class", "data-round", "data-ws"}
 PAGE_ATTRIBUTES |= {"data-tip"}
 
@@ -110,6 +110,11 @@ class Page(HTMLParser):
             self.title += data
 
 
+def iso(text: str) -> str:
+    """`text` isolated in the hover details: between FIRST STRONG ISOLATE and its PDI."""
+    return f"\u2068{text}\u2069"
+
+
 def tips(page: str) -> list[str]:
     return [value for name, value in Page(page).attributes if name == "data-tip"]
 
@@ -145,9 +150,9 @@ def test_each_span_appears_escaped_in_one_piece() -> None:
 def test_round_details_are_escaped_into_the_hover_text() -> None:
     page = render(hostile_result())
     details = "\n".join(tips(page))
-    assert f"expected at the cut: '\"', {SCRIPT}" in details
-    assert f"error: HTTP 500: {BREAKOUT} {QUOTES}" in details
-    assert f"request id: req-{SCRIPT}" in details
+    assert f"expected at the cut: {iso(chr(39) + chr(34) + chr(39))}, {iso(SCRIPT)}" in details
+    assert f"error: {iso(f'HTTP 500: {BREAKOUT} {QUOTES}')}" in details
+    assert f"request id: {iso(f'req-{SCRIPT}')}" in details
     assert "API tokens in/out: 120/30" in details and "retries: 1" in details
     assert "local tokens: 5 (stopped: terminal)" in details
     assert "stream closed at the cut" in details
@@ -193,7 +198,93 @@ def test_blank_spans_are_marked(text: str, marker: str) -> None:
         result_of([("1", "draft", 0), (text, "rejected", 0)], [Round(0, "draft", "cut", 0)])
     )
     assert f'<span class="s rejected ws" data-ws="{marker}"' in page
-    assert f">{text}</span>" in page  # the text itself is unchanged
+    assert Dom(page).spans[1] == text  # the text itself is unchanged
+
+
+# Text an HTML parser would not keep as it is: NUL is dropped, CR read as LF, a newline right
+# after <pre> dropped. The prompt starts with one; text after RLO runs right to left.
+CONTROLS = "a\x00b\rc\r\nd\x00"
+LEAD = "\n\x00first line\r\n"
+
+
+def controls_result() -> GuideResult:
+    expected = (f"'{OVERRIDE}'", "'b'")
+    return result_of(
+        [("{", "draft", 0), (CONTROLS, "rejected", 0), ("\x00", "correction", 1)],
+        [
+            Round(0, "draft", "error", 0.1, 1, 12, 1, expected, error=f"HTTP 500: {OVERRIDE}"),
+            Round(1, "correction", "target_stopped", 0.1),
+        ],
+        prompt=LEAD + OVERRIDE,
+    )
+
+
+class Dom(HTMLParser):
+    """A page as a browser holds it: each output span's text (a NUL marker read back as NUL), the
+    prompt, and the text of each <bdi> (an isolated piece). `dumped`: the source is Chromium's
+    --dump-dom, the DOM written out as it is (not a page a browser still has to read)."""
+
+    def __init__(self, source: str, *, dumped: bool = False) -> None:
+        super().__init__(convert_charrefs=True)
+        self._dumped = dumped
+        self.spans: list[str] = []
+        self.prompt = ""
+        self.isolated: list[str] = []
+        self._open: list[tuple[str, str]] = []  # (tag, class) of each open element
+        self._pre_start = False  # the next text comes right after <pre>
+        self.feed(source)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        classes = dict(attrs).get("class") or ""
+        if tag in ("meta",):
+            return  # void: no end tag
+        self._open.append((tag, classes))
+        self._pre_start = tag == "pre"
+        if tag == "span" and classes.startswith("s "):
+            self.spans.append("")
+        elif tag == "bdi":
+            self.isolated.append("")
+        elif tag == "i" and classes == "nul":
+            self.handle_data("\x00")
+
+    def handle_endtag(self, tag: str) -> None:
+        while self._open and self._open.pop()[0] != tag:
+            pass
+
+    def handle_data(self, data: str) -> None:
+        if self._pre_start and data.startswith("\n") and not self._dumped:
+            data = data[1:]  # as a browser reads it
+        self._pre_start = False
+        inside = [f"{tag}.{classes.split(' ')[0]}" for tag, classes in self._open]
+        if "span.s" in inside:
+            self.spans[-1] += data
+        if "pre.prompt" in inside:
+            self.prompt += data
+        if "bdi." in inside:
+            self.isolated[-1] += data
+
+
+def test_text_a_parser_would_change_is_encoded() -> None:
+    page = render(controls_result())
+    assert "\x00" not in page and "\r" not in page
+    # Three in the output, one in the prompt, one in the legend.
+    assert page.count('<i class="nul"></i>') == 5
+    dom = Dom(page)
+    assert dom.spans == ["{", CONTROLS, "\x00"]
+    assert dom.prompt == LEAD + OVERRIDE
+    assert all("\x00" not in tip for tip in tips(page))
+
+
+def test_model_text_in_the_table_and_the_details_is_isolated() -> None:
+    page = render(controls_result())
+    isolated = Dom(page).isolated
+    # Each untrusted piece on its own: an override in one expected item cannot reverse the next.
+    assert f"'{OVERRIDE}'" in isolated and "'b'" in isolated
+    assert f"HTTP 500: {OVERRIDE}" in isolated
+    details = "\n".join(tips(page))
+    assert f"expected at the cut: \u2068'{OVERRIDE}'\u2069, \u2068'b'\u2069" in details
+    assert f"error: \u2068HTTP 500: {OVERRIDE}\u2069" in details
 
 
 def test_round_boundaries_and_chunk_runs() -> None:
@@ -267,12 +358,11 @@ def browse(chromium: str, page: Path, profile: Path, *action: str) -> str:
             page.as_uri(),
         ],
         capture_output=True,
-        text=True,
         timeout=120,
         check=False,
     )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
+    assert done.returncode == 0, done.stderr[-2000:].decode(errors="replace")
+    return done.stdout.decode()  # as bytes: text mode would read each CR as a line end
 
 
 def test_chromium_runs_inline_scripts_in_a_page_without_our_csp(
@@ -306,6 +396,15 @@ def test_hostile_trace_in_chromium(chromium: str, tmp_path: Path) -> None:
     # Every origin's colour is painted (legend and spans): the CSS applied.
     for origin in ORIGINS:
         assert background(page.read_text(), origin) in colours, origin
+
+
+def test_controls_and_overrides_in_chromium(chromium: str, tmp_path: Path) -> None:
+    result = controls_result()
+    page = result.save_html(tmp_path / "controls.html")
+    dom = Dom(browse(chromium, page, tmp_path / "profile", "--dump-dom"), dumped=True)
+    assert dom.spans == [span.text for span in result.trace.spans]  # NUL and CR kept
+    assert dom.prompt == result.trace.prompt  # its leading newline too
+    assert f"'{OVERRIDE}'" in dom.isolated and f"HTTP 500: {OVERRIDE}" in dom.isolated
 
 
 def background(page: str, origin: str) -> bytes:
