@@ -7,8 +7,11 @@
 
 stdout carries only the output; progress, summaries and errors go to stderr. Exit status: 0 when
 the output is valid (or the check passes), 1 when not, 2 on an error, which prints as one line
-`backtrack: error: ...`. API keys come from the environment (through the SDKs) and are never
-printed: error messages are redacted, and any key value found in one is masked.
+`backtrack: error: ...`; a run that fails after some work still prints it (--json) and writes its
+trace (--html). API keys come from the environment (through the SDKs) and are never printed: all
+error text, in the error line, the JSON and the trace, goes through `providers.errors.redact`,
+which masks every key value the process knows and anything shaped like a key. Each API request
+gives up after `--timeout` seconds (60 by default) without an answer.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import contextlib
 import dataclasses
 import importlib
 import json
+import math
 import os
 import sys
 import textwrap
@@ -182,8 +186,10 @@ def _target(args: argparse.Namespace, progress: Progress) -> LocalTarget:
         return LocalTarget(model, tokenizer)
 
 
-def _client(kind: str, base_url: str | None) -> Any:
-    """A sync SDK client. Retries are guide()'s (per round, counted in the trace), not the SDK's."""
+def _client(kind: str, args: argparse.Namespace) -> Any:
+    """A sync SDK client. Retries are guide()'s (per round, counted in the trace), not the SDK's;
+    each request gives up after `--timeout` seconds without progress (the SDKs' own default, 600 s
+    for each of guide()'s attempts, would hang the command on a stalled server)."""
     try:
         sdk = importlib.import_module(kind)
     except ImportError:
@@ -191,9 +197,9 @@ def _client(kind: str, base_url: str | None) -> Any:
             f"the {kind} provider needs the {kind} package: pip install {kind}"
         ) from None
     cls = sdk.OpenAI if kind == "openai" else sdk.Anthropic
-    options: dict[str, Any] = {"max_retries": 0}
-    if base_url:
-        options["base_url"] = base_url
+    options: dict[str, Any] = {"max_retries": 0, "timeout": args.timeout}
+    if args.base_url:
+        options["base_url"] = args.base_url
     return cls(**options)
 
 
@@ -202,7 +208,7 @@ def _drafter(args: argparse.Namespace, kind: str, model: str, target: LocalTarge
         from providers.local import LocalDrafter
 
         return LocalDrafter(target)
-    client = _client(kind, args.base_url)
+    client = _client(kind, args)
     if kind == "anthropic":
         from providers.anthropic import AnthropicDrafter
 
@@ -296,6 +302,19 @@ def _report(args: argparse.Namespace, result: GuideResult, progress: Progress) -
         progress.note(f"HTML trace written to {path.resolve()}")
 
 
+def _report_failure(
+    args: argparse.Namespace, exc: ProviderError, partial: GuideResult, progress: Progress
+) -> None:
+    """What was done before the failure is not lost: --json prints it with the error, --html
+    writes its trace. The error text is redacted (keys masked) like the error line."""
+    if args.json:
+        data = {**as_json(partial), "error": error_line(exc).removeprefix("backtrack: error: ")}
+        print(json.dumps(data, ensure_ascii=False, indent=2), flush=True)
+    if args.html:
+        path = partial.save_html(args.html)
+        progress.note(f"HTML trace of the work before the failure written to {path.resolve()}")
+
+
 # -- commands --------------------------------------------------------------------------------------
 
 
@@ -313,9 +332,8 @@ def run(args: argparse.Namespace) -> int:
         with progress.step(f"guided generation, {args.provider} drafting"):
             result = _guide(args, drafter, grammar, prompt, target)
     except ProviderError as exc:
-        if args.html and exc.partial is not None:
-            path = exc.partial.save_html(args.html)
-            progress.note(f"HTML trace of the work before the failure written to {path.resolve()}")
+        if exc.partial is not None:
+            _report_failure(args, exc, exc.partial, progress)
         raise
     finally:
         close = getattr(getattr(drafter.drafter, "client", None), "close", None)
@@ -412,6 +430,17 @@ def _para(text: str) -> str:
     return textwrap.fill(text, width=88)
 
 
+def _seconds(text: str) -> float:
+    """An argparse type: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    return value
+
+
 def _at_least(minimum: int) -> Callable[[str], int]:
     """An argparse type: an integer >= `minimum`."""
 
@@ -485,9 +514,21 @@ def _run_parser(sub: Any) -> None:
     r.add_argument(
         "--completions", action="store_true", help="openai: use the completions endpoint"
     )
+    r.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="give up on an API request after this long without an answer (default: "
+        "%(default)s; a timed-out request is retried like a dropped one)",
+    )
     _add_run_options(r)
     r.set_defaults(
-        run=run, max_corrections=8, max_draft_tokens=512, completion_tokens=512, show_draft=False
+        run=run,
+        max_corrections=8,
+        max_draft_tokens=512,
+        completion_tokens=512,
+        show_draft=False,
+        timeout=60.0,
     )
 
 
@@ -565,18 +606,14 @@ def parser() -> argparse.ArgumentParser:
 
 
 def error_line(exc: BaseException) -> str:
-    """`exc` as one line, with anything that looks like an API key (or is one) masked."""
+    """`exc` as one line, with every key value this process knows and anything shaped like a key
+    masked, whatever the error (a file's error could quote one as well as a provider's). Not a
+    CommandError: it says what is wrong with the command line before any request, and the key
+    patterns would mask its words ("OPENAI_API_KEY is not set")."""
     from providers.errors import redact
 
     text = " ".join(str(exc).split())
-    if isinstance(exc, ProviderError):
-        text = redact(text)  # the drafter's own failures (guide() wraps them) are not redacted
-    for names in KEY_VARIABLES.values():
-        for name in names:
-            key = os.environ.get(name)
-            if key and len(key) >= 4:
-                text = text.replace(key, "***")
-    return f"backtrack: error: {text}"
+    return f"backtrack: error: {text if isinstance(exc, CommandError) else redact(text)}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import html
 import io
 import json
+import socket
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from backtrack import cli
 from backtrack.cli import main
 from backtrack.progress import Progress
 from backtrack.trace import OUTPUT_ORIGINS
+from providers import retry
 
 KEY = "sk-test-cli-0123456789abcdef"  # a dummy; no output may show it
 Run = Callable[..., tuple[int, str, str]]
@@ -244,6 +247,115 @@ def test_run_failing_midway_writes_the_partial_trace(
     assert err.splitlines()[-1].startswith("backtrack: error: openai.PermissionDeniedError: ")
     assert f"HTML trace of the work before the failure written to {page.resolve()}" in err
     assert html.escape('{"a": [1', quote=True) in page.read_text(encoding="utf-8")
+
+
+def test_a_key_echoed_by_the_server_is_in_no_output(
+    run_cli: Run,
+    keys: None,
+    no_target: None,
+    openai_server: MockServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+):
+    secret = "correct-horse-battery-staple-4417"  # not shaped like a key: only its value masks it
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    openai_server.script(
+        text('{"a": [1, 2', finish_reason="length"),
+        error(401, f"invalid credentials {secret} for this project", type="invalid_api_key"),
+    )
+    page = tmp_path / "partial.html"
+    argv = ["-p", "openai:gpt-test", "--base-url", f"{openai_server.url}/v1", "--json"]
+    code, out, err = run_cli("run", "hi", *argv, "--html", str(page))
+    assert code == 2
+    written = page.read_text(encoding="utf-8")
+    for output in (out, err, written):
+        assert secret not in output
+    # Nothing lost: the partial result comes out as JSON, with the (masked) error.
+    data = json.loads(out)
+    assert (data["text"], data["valid"], data["stop_reason"]) == ('{"a": [1, 2', False, "error")
+    assert "invalid credentials *** for this project" in data["error"]
+    assert "invalid credentials *** for this project" in one_error_line(err.splitlines()[-1] + "\n")
+    assert "invalid credentials *** for this project" in written
+
+
+class Stalling:
+    """A server that accepts connections and never answers. Each connection is dropped after
+    `hold` seconds, so a client with no timeout of its own still ends (the test stays bounded)."""
+
+    def __init__(self, hold: float) -> None:
+        self.hold = hold
+        self.connections = 0
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.1)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        held: list[socket.socket] = []
+        while not self._stop.is_set():
+            try:
+                connection, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            self.connections += 1
+            held.append(connection)
+            threading.Timer(self.hold, connection.close).start()
+        for connection in held:
+            connection.close()
+        self._listener.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@pytest.fixture
+def stalling() -> Iterator[Stalling]:
+    server = Stalling(hold=5.0)
+    yield server
+    server.close()
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_stalled_server_times_out(
+    run_cli: Run,
+    keys: None,
+    no_target: None,
+    stalling: Stalling,
+    monkeypatch: pytest.MonkeyPatch,
+    kind: str,
+):
+    monkeypatch.setattr("providers.retry.backoff", lambda attempt, exc: 0.0)
+    url = f"{stalling.url}/v1" if kind == "openai" else stalling.url
+    argv = ["-p", f"{kind}:m", "--base-url", url, "--timeout", "0.2", "--quiet"]
+    code, out, err = run_cli("run", "hi", *argv)
+    assert (code, out) == (2, "")
+    assert "timed out" in one_error_line(err)
+    # Each attempt of the round timed out (a timeout is retried), none waited for the drop.
+    assert stalling.connections == retry.DEFAULT_MAX_ATTEMPTS
+
+
+def test_requests_time_out_after_a_minute_by_default(monkeypatch: pytest.MonkeyPatch):
+    built: list[dict[str, Any]] = []
+    monkeypatch.setattr("openai.OpenAI", lambda **options: built.append(options))
+    args = cli.parser().parse_args(["run", "hi", "-p", "openai:m"])
+    cli._client("openai", args)
+    assert args.timeout == 60.0 and built == [{"max_retries": 0, "timeout": 60.0}]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
+def test_a_timeout_must_be_a_positive_number_of_seconds(
+    capsys: pytest.CaptureFixture[str], value: str
+):
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "hi", "--timeout", value])
+    assert exited.value.code == 2
+    assert "--timeout" in capsys.readouterr().err
 
 
 # -- run: drafts that need no correction -----------------------------------------------------------
