@@ -8,11 +8,13 @@ and close the HTTP response however the iteration ends, or when the DraftStream 
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import AsyncGenerator, Callable, Generator
 from typing import Any
 
 from backtrack.errors import ProviderError
-from providers.align import aalign, align
+from providers.align import Aligner
 from providers.base import AsyncDraftStream, DraftStream, FinishReason
 from providers.errors import mapped_exceptions, to_provider_error
 
@@ -60,9 +62,91 @@ def provider_error(exc: BaseException, request_id: str | None) -> ProviderError:
 
 
 def finish(stream: AnyStream, reason: FinishReason) -> None:
-    """Record the reason the provider gave, unless the stream was closed first."""
+    """Record the reason the provider gave (the stream ended properly), unless closed first."""
+    stream.finished = True
     if stream.finish_reason != "closed":
         stream.finish_reason = reason
+
+
+class _Text:
+    """The draft text of a stream's events, with the faults of the wire handled.
+
+    A surrogate pair split across two events (JSON `\\ud83d` then `\\ude00`) is joined; a lone
+    surrogate is a malformed reply. Alignment (optional) strips what the reply repeats, and what it
+    strips is recorded on the stream (`stream.stripped`). A stream that ends without the provider's
+    finish reason (no `[DONE]`, no `message_stop`) was cut off on the way: `finish()` raises a
+    retryable ProviderError, so the round resumes from the committed text, as after a drop.
+    """
+
+    def __init__(self, stream: AnyStream, alignment: Alignment | None) -> None:
+        self.stream = stream
+        self.aligner = (
+            None
+            if alignment is None
+            else Aligner(
+                alignment.prefix, anchored=alignment.anchored, strip_fence=alignment.strip_fence
+            )
+        )
+        self.high = ""  # a high surrogate that ended the last event, waiting for its pair
+
+    def feed(self, text: str) -> str:
+        text = self.high + text
+        self.high = ""
+        if text and _HIGH_SURROGATES.match(text[-1]):
+            self.high, text = text[-1], text[:-1]
+        text = _joined(text, self.stream.request_id)
+        if self.aligner is None:
+            return text
+        out = self.aligner.feed(text)
+        self.stream.stripped = self.aligner.stripped
+        return out
+
+    def finish(self) -> str:
+        if self.high:
+            raise ProviderError(
+                "the reply ended inside a surrogate pair",
+                retryable=True,
+                request_id=self.stream.request_id,
+            )
+        if not self.stream.finished:
+            raise ProviderError(
+                "the stream ended without a finish reason (cut off on the way)",
+                retryable=True,
+                request_id=self.stream.request_id,
+            )
+        if self.aligner is None:
+            return ""
+        out = self.aligner.finish()
+        self.stream.stripped = self.aligner.stripped
+        return out
+
+
+_HIGH_SURROGATES = re.compile("[\ud800-\udbff]")
+_PAIRS = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def _joined(text: str, request_id: str | None) -> str:
+    """`text` with surrogate pairs made characters; a lone surrogate is a malformed reply."""
+    text = _PAIRS.sub(lambda m: m.group().encode("utf-16", "surrogatepass").decode("utf-16"), text)
+    lone = _LONE.search(text)
+    if lone is not None:
+        raise ProviderError(
+            f"the reply holds a lone surrogate U+{ord(lone.group()):04X}",
+            retryable=True,
+            request_id=request_id,
+        )
+    return text
+
+
+def _read_error(exc: BaseException, request_id: str | None) -> ProviderError:
+    """An error while reading a started stream. A malformed event there is a fault on the way
+    (the next attempt gets a fresh stream), so it is retryable, unlike a malformed whole reply."""
+    if isinstance(exc, json.JSONDecodeError):
+        return ProviderError(
+            f"malformed event in the stream: {exc}", retryable=True, request_id=request_id
+        )
+    return provider_error(exc, request_id)
 
 
 def sync_stream(
@@ -74,32 +158,25 @@ def sync_stream(
 ) -> DraftStream:
     """A DraftStream over a sync SDK stream (iterable of events, with `close()`)."""
     stream = DraftStream(chunks=iter(()), request_id=request_id)
+    text = _Text(stream, alignment)
 
     def events() -> Generator[str, None, None]:
         try:
             for event in sdk_stream:
-                text = absorb(event, stream)
-                if text:
-                    yield text
+                if piece := text.feed(absorb(event, stream) or ""):
+                    yield piece
+            if piece := text.finish():
+                yield piece
         except mapped_exceptions() as exc:
-            raise provider_error(exc, request_id) from exc
+            raise _read_error(exc, request_id) from exc
         finally:
             sdk_stream.close()
 
-    raw = events()
-    chunks = raw
-    if alignment is not None:
-        chunks = align(
-            alignment.prefix,
-            raw,
-            anchored=alignment.anchored,
-            strip_fence=alignment.strip_fence,
-        )
+    chunks = events()
 
     def close() -> None:
         try:
             chunks.close()
-            raw.close()
         finally:
             sdk_stream.close()
 
@@ -117,32 +194,25 @@ def async_stream(
 ) -> AsyncDraftStream:
     """The async twin of `sync_stream` (an async iterable of events, with `await close()`)."""
     stream = AsyncDraftStream(chunks=NoChunks(), request_id=request_id)
+    text = _Text(stream, alignment)
 
     async def events() -> AsyncGenerator[str, None]:
         try:
             async for event in sdk_stream:
-                text = absorb(event, stream)
-                if text:
-                    yield text
+                if piece := text.feed(absorb(event, stream) or ""):
+                    yield piece
+            if piece := text.finish():
+                yield piece
         except mapped_exceptions() as exc:
-            raise provider_error(exc, request_id) from exc
+            raise _read_error(exc, request_id) from exc
         finally:
             await sdk_stream.close()
 
-    raw = events()
-    chunks = raw
-    if alignment is not None:
-        chunks = aalign(
-            alignment.prefix,
-            raw,
-            anchored=alignment.anchored,
-            strip_fence=alignment.strip_fence,
-        )
+    chunks = events()
 
     async def close() -> None:
         try:
             await chunks.aclose()
-            await raw.aclose()
         finally:
             await sdk_stream.close()
 

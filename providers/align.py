@@ -15,7 +15,6 @@ fence line plus len(prefix)); once it has decided, chunks pass through unchanged
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator, AsyncIterable, Generator, Iterable
 from typing import Literal
 
 from providers.base import Message, Prompt
@@ -23,8 +22,6 @@ from providers.base import Message, Prompt
 __all__ = [
     "CONTINUE_INSTRUCTION",
     "Aligner",
-    "aalign",
-    "align",
     "as_messages",
     "continued_text",
     "instruction",
@@ -42,6 +39,9 @@ FENCE = "```"
 _FENCE_OPENING = re.compile(r"\s*```[^`\n]*\n")
 # An info string longer than this means the backticks were not a fence opening.
 _MAX_INFO = 64
+# Non-blank characters a repeat of the prefix needs before it is stripped: shorter overlaps are
+# too often the true continuation.
+MIN_REPEAT = 8
 
 
 def as_messages(prompt: Prompt) -> list[Message]:
@@ -107,15 +107,19 @@ class Aligner:
 
     Invariant: "".join(outputs) == reply minus (1) a leading code-fence opening line (when
     `strip_fence` and the prefix does not open a fence itself) and (2) the longest start of the rest
-    that is a suffix of `prefix` (the whole prefix when the reply starts over) of at least
-    `min_overlap` characters. The removed text is kept in `stripped`.
+    that repeats `prefix` from one of its line starts to its end, when the evidence is unambiguous:
+    the repeat holds at least `min_repeat` non-blank characters, or it is the whole prefix repeated
+    right after a fence opening (the model started its answer over). The removed text is kept in
+    `stripped`.
+
+    A continuation may well begin with the last characters of the prefix ("10" + "00}", "missi" +
+    "ssippi", an indentation + more indentation): such short or mid-line overlaps are never
+    stripped. A true repeat left in place is cut by the grammar check and repaired visibly, where a
+    wrong strip would change the text without a sign.
 
     With `anchored=True` the reply is known to start exactly where `prefix` starts (a prefill that
     dropped the trailing whitespace `prefix`); only the longest common prefix of reply and `prefix`
     is stripped (after a fence opening, unless `strip_fence=False`).
-
-    A short overlap is ambiguous: a continuation may happen to begin with the last characters of the
-    prefix. Raise `min_overlap` to strip only longer repeats.
     """
 
     def __init__(
@@ -124,11 +128,11 @@ class Aligner:
         *,
         strip_fence: bool = True,
         anchored: bool = False,
-        min_overlap: int = 1,
+        min_repeat: int = MIN_REPEAT,
     ) -> None:
         self.prefix = prefix
         self.anchored = anchored
-        self.min_overlap = max(min_overlap, 1)
+        self.min_repeat = max(min_repeat, 1)
         self.stripped = ""
         fence = strip_fence and not prefix.lstrip().startswith(FENCE)
         self._state: Literal["fence", "overlap", "pass"] = "fence" if fence else "overlap"
@@ -206,10 +210,12 @@ class Aligner:
             return self._release(0) if final else ""
         size = len(prefix)
         if self._pending is None:
+            fenced_restart = self.stripped != ""  # a fence opening was stripped just now
             self._pending = [
                 i
-                for i in range(size)
-                if prefix[i] == held[0] and (size - i >= self.min_overlap or i == 0)
+                for i, non_blank in _line_starts(prefix)
+                if prefix[i] == held[0]
+                and (non_blank >= self.min_repeat or (i == 0 and fenced_restart))
             ]
         still: list[int] = []
         for start in self._pending:
@@ -229,52 +235,12 @@ class Aligner:
         return self._release(0 if self._best is None else size - self._best)
 
 
-def align(
-    prefix: str,
-    chunks: Iterable[str],
-    *,
-    strip_fence: bool = True,
-    anchored: bool = False,
-    min_overlap: int = 1,
-) -> Generator[str, None, None]:
-    """`chunks` with what they repeat of `prefix` stripped (see Aligner); never yields "".
-
-    Closing this generator closes `chunks` too (when it has a `close`).
-    """
-    aligner = Aligner(prefix, strip_fence=strip_fence, anchored=anchored, min_overlap=min_overlap)
-    try:
-        for chunk in chunks:
-            out = aligner.feed(chunk)
-            if out:
-                yield out
-        out = aligner.finish()
-        if out:
-            yield out
-    finally:
-        close = getattr(chunks, "close", None)
-        if close is not None:
-            close()
-
-
-async def aalign(
-    prefix: str,
-    chunks: AsyncIterable[str],
-    *,
-    strip_fence: bool = True,
-    anchored: bool = False,
-    min_overlap: int = 1,
-) -> AsyncGenerator[str, None]:
-    """The async twin of `align`; closing it closes `chunks` (when it has an `aclose`)."""
-    aligner = Aligner(prefix, strip_fence=strip_fence, anchored=anchored, min_overlap=min_overlap)
-    try:
-        async for chunk in chunks:
-            out = aligner.feed(chunk)
-            if out:
-                yield out
-        out = aligner.finish()
-        if out:
-            yield out
-    finally:
-        aclose = getattr(chunks, "aclose", None)
-        if aclose is not None:
-            await aclose()
+def _line_starts(text: str) -> list[tuple[int, int]]:
+    """(offset, non-blank characters from there to the end) for each line start of `text`."""
+    starts: list[tuple[int, int]] = []
+    non_blank = 0
+    for i in range(len(text) - 1, -1, -1):
+        non_blank += not text[i].isspace()
+        if i == 0 or text[i - 1] == "\n":
+            starts.append((i, non_blank))
+    return starts

@@ -30,8 +30,9 @@ from providers.base import (
     FinishReason,
     Message,
 )
-from providers.errors import mapped_exceptions, to_provider_error
+from providers.errors import mapped_exceptions, remember_key, to_provider_error
 from providers.openai import is_async_client
+from providers.retry import without_sdk_retries
 
 __all__ = ["AnthropicDrafter", "refuses_prefill"]
 
@@ -120,7 +121,8 @@ class AnthropicDrafter:
         clash = _RESERVED & create_kwargs.keys()
         if clash:
             raise TypeError(f"set by the drafter, not by create kwargs: {', '.join(sorted(clash))}")
-        self.client = client
+        remember_key(getattr(client, "api_key", None))
+        self.client = without_sdk_retries(client)
         self.model = model
         self.prefill = prefill
         self.create_kwargs = create_kwargs

@@ -16,6 +16,35 @@ Message = dict[str, Any]
 Prompt = str | Sequence[Message]
 
 
+def check_prompt(prompt: object) -> Prompt:
+    """`prompt` if it is a Prompt: a str, or a sequence of chat messages (dicts with a str "role"
+    and a "content"). Anything else is a TypeError that says what was given, raised before any
+    call is made."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, Sequence) and not isinstance(prompt, (bytes, bytearray)):
+        for index, message in enumerate(prompt):
+            if not (
+                isinstance(message, dict)
+                and isinstance(message.get("role"), str)
+                and "content" in message
+            ):
+                raise TypeError(
+                    f"prompt[{index}] must be a chat message, a dict with 'role' (str) and "
+                    f"'content', not {type(message).__name__} {_short(message)}"
+                )
+        return prompt
+    raise TypeError(
+        "prompt must be a str or a list of chat messages (dicts with 'role' and 'content'), "
+        f"not {type(prompt).__name__} {_short(prompt)}"
+    )
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 @dataclass(frozen=True)
 class DraftRequest:
     """One round: continue `prefix` for `prompt`, at most `max_tokens` new tokens."""
@@ -68,6 +97,10 @@ class DraftStream:
     usage: Usage = field(default_factory=Usage)
     finish_reason: FinishReason = "unknown"
     request_id: str | None = None
+    # The provider said the reply ended (a finish reason); a stream that ends without it was cut.
+    finished: bool = False
+    # What alignment removed from the reply's start (a fence opening, a repeat of the prefix).
+    stripped: str = ""
 
     def __iter__(self) -> Iterator[str]:
         return self.chunks
@@ -89,6 +122,8 @@ class AsyncDraftStream:
     usage: Usage = field(default_factory=Usage)
     finish_reason: FinishReason = "unknown"
     request_id: str | None = None
+    finished: bool = False
+    stripped: str = ""
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self.chunks

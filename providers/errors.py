@@ -21,9 +21,11 @@ from __future__ import annotations
 import email.utils
 import json
 import math
+import os
 import re
 import ssl
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -35,6 +37,7 @@ __all__ = [
     "is_retryable_status",
     "mapped_exceptions",
     "redact",
+    "remember_key",
     "retry_after_seconds",
     "to_provider_error",
 ]
@@ -48,11 +51,39 @@ _RETRYABLE_ERROR_TYPES = frozenset(
     {"overloaded_error", "api_error", "rate_limit_error", "timeout_error", "server_error"}
 )
 
-# sk-..., sk-ant-..., sk-proj-..., and whatever follows "api key" / "api_key=".
+# Keys by their shape: sk-..., sk-ant-..., sk-proj-..., gsk_..., xai-..., long hex or base64-like
+# runs, and whatever follows "api key", "api_key=" or "API key provided:".
 _KEY_PATTERN = re.compile(
-    r"\b(sk-(?:ant-|proj-)?)[A-Za-z0-9_\-]{6,}|(?i:(api[_-]?key[\"'=: ]+))\S+"
+    r"\b((?:sk-(?:ant-|proj-)?)|gsk_|xai-|hf_|AIza)[A-Za-z0-9_\-]{6,}"
+    r"|(?i:(api[_-]?key(?:\s+provided)?[\"'=:\s]+))[^\s\"',.;]+"
+    r"|\b()[A-Fa-f0-9]{32,}\b"
 )
+# Environment variables whose values are secrets: *_API_KEY, *_TOKEN, *_SECRET, *PASSWORD...
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+# Shorter values are not masked by value (they would mask ordinary words); patterns still apply.
+_MIN_SECRET = 8
 _MAX_MESSAGE = 500
+_known_keys: set[str] = set()
+_known_lock = threading.Lock()
+
+
+def remember_key(value: object) -> None:
+    """Mask `value` (an API key a client was built with) in every message from now on."""
+    if isinstance(value, str) and len(value) >= _MIN_SECRET:
+        with _known_lock:
+            _known_keys.add(value)
+
+
+def _secrets() -> list[str]:
+    """Every key value this process knows, longest first (a key may contain a shorter one)."""
+    from_env = (
+        value
+        for name, value in os.environ.items()
+        if _SECRET_NAME.search(name) and len(value) >= _MIN_SECRET
+    )
+    with _known_lock:
+        found = _known_keys.union(from_env)
+    return sorted(found, key=len, reverse=True)
 
 
 def is_retryable_status(status: int | None) -> bool:
@@ -61,8 +92,13 @@ def is_retryable_status(status: int | None) -> bool:
 
 
 def redact(text: str) -> str:
-    """`text` with anything that looks like an API key masked, cut to a readable length."""
-    text = _KEY_PATTERN.sub(lambda m: f"{m.group(1) or m.group(2)}***", text)
+    """`text` with every known key value and anything shaped like a key masked, cut to a readable
+    length. Known keys: those of the SDK clients drafters were built with (`remember_key`) and the
+    values of environment variables named like secrets. Everything that leaves the library as
+    text about a failure goes through here."""
+    for secret in _secrets():
+        text = text.replace(secret, "***")
+    text = _KEY_PATTERN.sub(lambda m: f"{m.group(1) or m.group(2) or ''}***", text)
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."
 
 
@@ -114,13 +150,14 @@ def _sdk_classes(name: str) -> tuple[type[BaseException], ...]:
 
 
 def mapped_exceptions() -> tuple[type[BaseException], ...]:
-    """The exception classes `to_provider_error` translates, for an `except` clause.
+    """The foreign exception classes `to_provider_error` translates, for an `except` clause.
 
     Everything the SDKs raise, the HTTP layer's errors (httpx2, httpx), dropped connections, and
-    malformed JSON. Not arbitrary exceptions: a bug in backtrack should surface as itself.
+    malformed JSON. Not arbitrary exceptions: a bug in backtrack should surface as itself. Not
+    ProviderError either: one raised already passes through as it is (re-raising it `from` itself
+    would make it its own cause).
     """
     return (
-        ProviderError,
         *_classes("openai", "OpenAIError"),
         *_classes("anthropic", "AnthropicError"),
         *_classes("httpx2", "HTTPError", "StreamError", "InvalidURL"),

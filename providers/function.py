@@ -14,6 +14,7 @@ its retryable flag, anything else is not retryable.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
 from typing import Any
@@ -21,18 +22,29 @@ from typing import Any
 from backtrack.errors import ProviderError
 from providers._stream import NoChunks
 from providers.base import AsyncDraftStream, Capabilities, DraftRequest, DraftStream
-from providers.errors import mapped_exceptions, to_provider_error
+from providers.errors import mapped_exceptions, redact, to_provider_error
 
 __all__ = ["FunctionDrafter"]
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 _FORWARDED = ("max_tokens", "stop")
+_END = object()  # what next()/anext() give when a function's chunks run out
 
 
-def _as_provider_error(exc: Exception) -> ProviderError:
-    if isinstance(exc, mapped_exceptions()):
-        return to_provider_error(exc)
-    return ProviderError(f"the drafter function raised {type(exc).__name__}: {exc}")
+@contextlib.contextmanager
+def _translated() -> Iterator[None]:
+    """Whatever the function raises leaves as a ProviderError: its own as it is, anything else
+    translated (`from` the original) with every key masked."""
+    try:
+        yield
+    except ProviderError:
+        raise
+    except mapped_exceptions() as exc:
+        raise to_provider_error(exc) from exc
+    except Exception as exc:
+        raise ProviderError(
+            redact(f"the drafter function raised {type(exc).__name__}: {exc}")
+        ) from exc
 
 
 def _takes_prefix(fn: Callable[..., Any]) -> tuple[bool, frozenset[str]]:
@@ -111,10 +123,8 @@ class FunctionDrafter:
             kwargs["max_tokens"] = request.max_tokens
         if "stop" in self._forwarded:
             kwargs["stop"] = request.stop
-        try:
+        with _translated():
             return self.fn(*args, **kwargs)
-        except Exception as exc:
-            raise _as_provider_error(exc) from exc
 
     def draft(self, request: DraftRequest) -> DraftStream:
         """Call the function; its str or chunks become the stream."""
@@ -143,12 +153,10 @@ class FunctionDrafter:
     def _chunks(source: Iterator[Any], stream: DraftStream) -> Generator[str, None, None]:
         try:
             while True:
-                try:
-                    chunk = next(source)
-                except StopIteration:
+                with _translated():
+                    chunk = next(source, _END)
+                if chunk is _END:
                     break
-                except Exception as exc:
-                    raise _as_provider_error(exc) from exc
                 if text := _check_chunk(chunk):
                     yield text
             stream.finish_reason = "stop"
@@ -161,10 +169,8 @@ class FunctionDrafter:
         """Call (and await) the function; its str or chunks, sync or async, become the stream."""
         result = self._call(request)
         if inspect.isawaitable(result):
-            try:
+            with _translated():
                 result = await result
-            except Exception as exc:
-                raise _as_provider_error(exc) from exc
         stream = AsyncDraftStream(chunks=NoChunks())
         if isinstance(result, str):
             stream.finish_reason = "stop"  # the whole reply is here, even if it is not all read
@@ -188,12 +194,10 @@ class FunctionDrafter:
     ) -> AsyncGenerator[str, None]:
         try:
             while True:
-                try:
-                    chunk = await anext(source)
-                except StopAsyncIteration:
+                with _translated():
+                    chunk = await anext(source, _END)
+                if chunk is _END:
                     break
-                except Exception as exc:
-                    raise _as_provider_error(exc) from exc
                 if text := _check_chunk(chunk):
                     yield text
             stream.finish_reason = "stop"

@@ -31,7 +31,8 @@ from providers.base import (
     FinishReason,
     Message,
 )
-from providers.errors import mapped_exceptions, to_provider_error
+from providers.errors import mapped_exceptions, remember_key, to_provider_error
+from providers.retry import without_sdk_retries
 
 __all__ = ["OpenAIChatDrafter", "OpenAICompletionsDrafter", "is_async_client"]
 
@@ -97,7 +98,8 @@ class _OpenAIDrafter:
         clash = _RESERVED & create_kwargs.keys()
         if clash:
             raise TypeError(f"set by the drafter, not by create kwargs: {', '.join(sorted(clash))}")
-        self.client = client
+        remember_key(getattr(client, "api_key", None))
+        self.client = without_sdk_retries(client)
         self.model = model
         self.create_kwargs = create_kwargs
         self.is_async = is_async_client(client)

@@ -2,12 +2,11 @@
 
 The guide loop wraps each whole draft round in `retrying()` / `async_retrying()`, not each HTTP
 request: a connection dropped mid-stream must resume from the text committed so far, which only
-the loop knows. Drafters therefore never retry by themselves. The SDK clients a user passes in keep
-their own `max_retries` (2 by default in both SDKs), which retries a request that fails before its
-stream starts; those retries come on top of these. Pass `max_retries=0` to a client to leave
-retrying to this policy alone.
+the loop knows. Drafters therefore never retry by themselves, and the SDK clients they are given
+do not either: each drafter calls its client through `without_sdk_retries(client)` (a copy with
+`max_retries=0`; the user's client is not changed), so every request sent is one the loop counts.
 
-    for attempt in retrying(on_retry=trace.record_retry):
+    for attempt in retrying(on_retry=count):
         with attempt:
             run_round()
 
@@ -34,6 +33,7 @@ __all__ = [
     "backoff",
     "retrying",
     "should_retry",
+    "without_sdk_retries",
 ]
 
 DEFAULT_MAX_ATTEMPTS = 4
@@ -47,6 +47,12 @@ MAX_RETRY_AFTER = 60.0
 
 RetryCallback = Callable[[int, BaseException], None]
 """`on_retry(retry_number, exc)`, called before each wait; `retry_number` is 1 for the first."""
+
+
+def without_sdk_retries(client: Any) -> Any:
+    """`client` (openai or anthropic, sync or async) as a copy whose SDK does not retry: the
+    SDK's default of 2 silent retries would send requests the trace never counts."""
+    return client.with_options(max_retries=0)
 
 
 def should_retry(exc: BaseException) -> bool:

@@ -53,12 +53,24 @@ class Reply:
     # Seconds to wait before each text chunk (gives a client time to hang up).
     delay: float = 0.0
     finish_reason: str = "stop"  # or "length"
+    # End the stream cleanly right after the text: no finish reason, no [DONE] / message_stop.
+    unfinished: bool = False
+    # Cut the text into chunks of UTF-16 code units, so an astral character's surrogate pair may
+    # be split across two events (each then carries a lone `\\udXXX` escape).
+    utf16_chunks: bool = False
     # (input tokens, output tokens); by default 7 and the number of chunks.
     usage: tuple[int, int] | None = None
 
     def pieces(self) -> list[str]:
         size = max(self.chunk_size, 1)
-        return [self.text[i : i + size] for i in range(0, len(self.text), size)]
+        if not self.utf16_chunks:
+            return [self.text[i : i + size] for i in range(0, len(self.text), size)]
+        units = self.text.encode("utf-16-le", "surrogatepass")
+        step = 2 * size
+        return [
+            units[i : i + step].decode("utf-16-le", "surrogatepass")
+            for i in range(0, len(units), step)
+        ]
 
 
 def text(value: str, *, chunk_size: int = 4, **options: Any) -> Reply:
@@ -292,6 +304,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(first)
         if not self._text_chunks(exchange, reply, lambda piece: self._event(choice_chunk(piece))):
             return
+        if reply.unfinished:
+            self._end_stream()
+            return
         if reply.stream_error is not None:
             self._event({"error": {"message": "scripted stream error", "type": reply.stream_error}})
             self._end_stream()
@@ -357,6 +372,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(event, "content_block_delta")
 
         if not self._text_chunks(exchange, reply, delta):
+            return
+        if reply.unfinished:
+            self._end_stream()
             return
         if reply.stream_error is not None:
             failure = {"type": reply.stream_error, "message": "scripted stream error"}

@@ -14,7 +14,7 @@ import importlib
 import inspect
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -41,7 +41,6 @@ from providers import retry as retry_module
 from providers.align import (
     CONTINUE_INSTRUCTION,
     Aligner,
-    align,
     continued_text,
     instruction,
     with_hint,
@@ -283,6 +282,9 @@ FAILURES: dict[str, Callable[[], Reply]] = {
     "500": lambda: error(500, "oops", type="server_error"),
     "503": lambda: error(503, "unavailable"),
     "disconnect": lambda: disconnect('{"partial": ', 2),
+    "no finish reason": lambda: text('{"partial": ', unfinished=True),
+    "no choices": lambda: text("", unfinished=True),
+    "malformed event": malformed,
 }
 
 
@@ -326,7 +328,7 @@ def test_gives_up_after_max_attempts(
 
 
 @pytest.mark.usefixtures("no_backoff")
-@pytest.mark.parametrize("reply", [error(400, "bad"), malformed()], ids=["400", "malformed"])
+@pytest.mark.parametrize("reply", [error(400, "bad"), error(401, "no")], ids=["400", "401"])
 def test_does_not_retry_what_cannot_succeed(
     reply: Reply, openai_server: MockServer, openai_client: Any
 ) -> None:
@@ -357,37 +359,48 @@ def test_the_wait_comes_from_the_backoff_hook(
 
 # --------------------------------------------------------------------------- alignment
 
+
+def aligned(prefix: str, chunks: Iterable[str], **options: Any) -> str:
+    aligner = Aligner(prefix, **options)
+    return "".join(aligner.feed(chunk) for chunk in chunks) + aligner.finish()
+
+
+FELIX = '{"name": "Felix", "age"'
 ALIGN_CASES = [
     # prefix, reply, output
     ('{"a"', ": 1}", ": 1}"),
-    ('{"a"', '{"a": 1}', ": 1}"),
-    ('{"a"', '"a": 1}', ": 1}"),
-    ('{"a"', '```json\n{"a": 1}\n```', ": 1}\n```"),
+    (FELIX, '{"name": "Felix", "age": 3}', ": 3}"),  # the whole prefix again
+    ('{\n  "name": "Felix",\n  "age"', '  "age": 3\n}', '  "age": 3\n}'),  # too short to tell
+    ('{\n  "id": 7,\n  "name": "Fel', '  "name": "Felix"\n}', 'ix"\n}'),  # its last line again
+    ('{"a"', '```json\n{"a": 1}\n```', ": 1}\n```"),  # a fence, then an answer started over
     ('{"a"', "```json\n: 1}", ": 1}"),
     ('{"a"', "\n```\n: 1}", ": 1}"),
     ("", '```json\n{"a": 1}', '{"a": 1}'),
     ("", '{"a": 1}', '{"a": 1}'),
     ("", "", ""),
-    ("hello", "lo world", " world"),
-    ("hello", "hello world", " world"),
-    ("hello", "hel", "hel"),
-    ("abc", "bc", ""),
-    ("abc", "", ""),
-    ("The cat sat", " on the mat", " on the mat"),
-    ("```py\nx", "```py\nx = 1", " = 1"),
+    # A continuation that happens to start like the end of the prefix is kept whole.
+    ('{"n": 10', "00}", "00}"),
+    ("the river mississippi is long. missi", "ssippi", "ssippi"),
+    ('{\n  "a": [\n    ', "    1]}", "    1]}"),
+    ("hello", "lo world", "lo world"),
+    ("hello", "hello world", "hello world"),
+    ("[1, 2", "[1, 2, 3]", "[1, 2, 3]"),
+    ("The cat sat on", " the mat", " the mat"),
+    ("```py\nx = compute(", "```py\nx = compute(1)", "1)"),
     ("x", "``", "``"),
     ("x", "```not a fence opening because it never ends the line" + "x" * 80, None),
-    ("[1, 2", "[1, 2, 3]", ", 3]"),
 ]
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 1000])
 @pytest.mark.parametrize(("prefix", "reply", "output"), ALIGN_CASES)
-def test_aligner_strips_fence_and_repeat(
+def test_aligner_strips_fence_and_unambiguous_repeat(
     prefix: str, reply: str, output: str | None, size: int
 ) -> None:
-    got = "".join(align(prefix, chunks_of(reply, size)))
+    aligner = Aligner(prefix)
+    got = "".join(aligner.feed(chunk) for chunk in chunks_of(reply, size)) + aligner.finish()
     assert got == (reply if output is None else output)
+    assert aligner.stripped + got == reply  # what is removed is kept, nothing else is lost
 
 
 ANCHORED_CASES = [
@@ -406,43 +419,28 @@ ANCHORED_CASES = [
 def test_anchored_aligner_strips_the_common_start(
     cut: str, reply: str, output: str, size: int
 ) -> None:
-    got = "".join(align(cut, chunks_of(reply, size), anchored=True, strip_fence=False))
+    got = aligned(cut, chunks_of(reply, size), anchored=True, strip_fence=False)
     assert got == output
 
 
 def test_aligner_holds_back_only_what_it_must() -> None:
-    aligner = Aligner("hello")
-    assert aligner.feed("x") == "x"  # no suffix of "hello" starts with "x": decided at once
+    aligner = Aligner("hello there")
+    assert aligner.feed("x") == "x"  # no line of "hello there" starts with "x": decided at once
     assert aligner.decided
     chunk = "any chunk, passed through as it is"
     assert aligner.feed(chunk) is chunk
 
-    aligner = Aligner("hello", strip_fence=False)
-    assert aligner.feed("l") == ""  # a repeat of "lo" or of "llo" may be starting
-    assert aligner.feed("o") == ""  # "lo" is complete and "llo" is ruled out: decided
+    aligner = Aligner("a\nhello there", strip_fence=False)
+    assert aligner.feed("hello") == ""  # a repeat of the last line may be starting
+    assert aligner.feed(" there") == ""  # complete, but "a\nhello..." is no longer possible
     assert aligner.decided
-    assert aligner.stripped == "lo"
+    assert aligner.stripped == "hello there"
     assert aligner.feed(" you") == " you"
 
 
-def test_aligner_min_overlap_keeps_short_coincidences() -> None:
-    assert "".join(align('"aa', ['a"'], min_overlap=2)) == 'a"'
-    assert "".join(align('"aa', ['a"'])) == '"'
-
-
-def test_closing_the_aligned_stream_closes_the_source() -> None:
-    closed: list[bool] = []
-
-    def source() -> Iterator[str]:
-        try:
-            yield from ["a", "b", "c"]
-        finally:
-            closed.append(True)
-
-    stream = align("", source(), strip_fence=False)
-    assert next(stream) == "a"
-    stream.close()
-    assert closed == [True]
+def test_aligner_min_repeat_sets_the_evidence_needed() -> None:
+    assert aligned("ab\ncd", ["cd!"], min_repeat=2) == "!"
+    assert aligned("ab\ncd", ["cd!"]) == "cd!"
 
 
 def test_instruction_for_a_str_prompt() -> None:
@@ -676,11 +674,24 @@ def test_chat_asks_to_continue_and_aligns_the_reply(
     assert "extra_body" not in openai_server.bodies[0]
 
 
-def test_chat_strips_a_repeated_tail(openai_server: MockServer, openai_client: Any) -> None:
-    openai_server.script(text('"born": 1815}', chunk_size=2))
+def test_chat_strips_a_repeated_last_line(openai_server: MockServer, openai_client: Any) -> None:
+    openai_server.script(text('  "birthyear": 1815\n}', chunk_size=2))
     drafter = OpenAIChatDrafter(openai_client(), "m")
-    stream = drafter.draft(DraftRequest(prompt="p", prefix='{"name": "Ada", "born"'))
-    assert "".join(stream) == ": 1815}"
+    prefix = '{\n  "name": "Ada",\n  "birthyear"'
+    stream = drafter.draft(DraftRequest(prompt="p", prefix=prefix))
+    assert "".join(stream) == ": 1815\n}"
+    assert stream.stripped == '  "birthyear"'
+
+
+def test_chat_keeps_a_continuation_that_looks_like_a_repeat(
+    openai_server: MockServer, openai_client: Any
+) -> None:
+    openai_server.script(text("00}", chunk_size=1))
+    stream = OpenAIChatDrafter(openai_client(), "m").draft(
+        DraftRequest(prompt="p", prefix='{"n": 10')
+    )
+    assert "".join(stream) == "00}"
+    assert stream.stripped == ""
 
 
 def test_chat_prefill_continues_a_final_assistant_message(
@@ -949,12 +960,37 @@ def test_disconnect_mid_stream(kind: str, request: pytest.FixtureRequest) -> Non
 
 
 @pytest.mark.parametrize("kind", DRAFTERS)
-def test_malformed_body(kind: str, request: pytest.FixtureRequest) -> None:
+def test_a_stream_without_finish_reason_was_cut_off(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    drafter, server = _drafter(kind, request)
+    server.script(text('{"a": 1', chunk_size=2, unfinished=True))
+    stream = drafter.draft(DraftRequest(prompt="p"))
+    received: list[str] = []
+    with pytest.raises(ProviderError, match="without a finish reason") as caught:
+        received.extend(stream)
+    assert "".join(received) == '{"a": 1'  # what arrived stays; the round resumes after it
+    assert caught.value.retryable
+
+
+@pytest.mark.parametrize("kind", DRAFTERS)
+def test_a_surrogate_pair_split_across_events_is_joined(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    drafter, server = _drafter(kind, request)
+    value = '{"face": "\U0001f600 ok \U0001f680"}'
+    server.script(text(value, chunk_size=1, utf16_chunks=True))
+    assert "".join(drafter.draft(DraftRequest(prompt="p"))) == value
+
+
+@pytest.mark.parametrize("kind", DRAFTERS)
+def test_malformed_event_is_a_fault_on_the_way(kind: str, request: pytest.FixtureRequest) -> None:
+    # The next attempt gets a fresh stream: retryable, like a drop.
     drafter, server = _drafter(kind, request)
     server.script(malformed())
-    with pytest.raises(ProviderError) as caught:
+    with pytest.raises(ProviderError, match="malformed event") as caught:
         list(drafter.draft(DraftRequest(prompt="p")))
-    assert not caught.value.retryable
+    assert caught.value.retryable
 
 
 def test_connection_refused_is_retryable() -> None:
@@ -969,10 +1005,10 @@ def test_connection_refused_is_retryable() -> None:
 
 @pytest.mark.anyio
 async def test_async_openai_chat(openai_server: MockServer, openai_client: Any) -> None:
-    openai_server.script(text('"born": 1815}', chunk_size=3, usage=(5, 4)))
+    openai_server.script(text('{"name": "Ada", "born": 1815}', chunk_size=3, usage=(5, 4)))
     async with openai_client(asynchronous=True) as client:
         drafter = OpenAIChatDrafter(client, "m")
-        stream = await drafter.adraft(DraftRequest(prompt="p", prefix='{"born"'))
+        stream = await drafter.adraft(DraftRequest(prompt="p", prefix='{"name": "Ada", "born"'))
         assert "".join([c async for c in stream]) == ": 1815}"
         assert (stream.usage.input_tokens, stream.usage.output_tokens) == (5, 4)
         assert stream.request_id is not None
@@ -1010,7 +1046,7 @@ async def test_async_openai_early_close(openai_server: MockServer, openai_client
         (error(429, "slow", headers={"retry-after-ms": "1500"}), True),
         (error(400, "bad"), False),
         (disconnect("abcdefgh", 1), True),
-        (malformed(), False),
+        (malformed(), True),
     ],
     ids=["429", "400", "disconnect", "malformed"],
 )
