@@ -19,7 +19,8 @@ from backtrack.grammar import Grammar
 from backtrack.loop import GuideLoop, Settings
 from backtrack.trace import GuideResult
 from providers import as_drafter
-from providers.base import Prompt
+from providers.base import Prompt, check_prompt
+from providers.errors import redact
 
 if TYPE_CHECKING:
     # local_target (and torch) load on first use: `import backtrack` stays light, and
@@ -48,9 +49,11 @@ def _setup(
     settings: dict[str, Any],
     sampling: tuple[Any, ...],
 ) -> tuple[Any, GuideLoop, Sampling]:
+    """Everything a run needs, checked before any call: a bad argument never costs an API call
+    or loses a result."""
     from local_target import Sampling
 
-    loop = GuideLoop(Grammar.coerce(grammar), prompt, Settings(**settings))
+    loop = GuideLoop(Grammar.coerce(grammar), check_prompt(prompt), Settings(**settings))
     return as_drafter(generate_fn), loop, Sampling(*sampling)
 
 
@@ -66,14 +69,18 @@ def _shared_session(drafter: Any, target: LocalTarget | None, prompt: Prompt) ->
 
 def _attempts(max_attempts: int | None) -> int:
     """`max_attempts`, or the retry policy's default."""
-    return retry_policy.DEFAULT_MAX_ATTEMPTS if max_attempts is None else max_attempts
+    if max_attempts is None:
+        return retry_policy.DEFAULT_MAX_ATTEMPTS
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+        raise ValueError(f"max_attempts must be a whole number >= 1, got {max_attempts!r}")
+    return max_attempts
 
 
 def _fail(loop: GuideLoop, exc: BaseException, retries: int) -> ProviderError:
     """Record the failure; the error to raise, carrying the partial result."""
     loop.draft_failed(exc, retries=retries)
     if not isinstance(exc, ProviderError):
-        exc = ProviderError(f"the drafter failed: {type(exc).__name__}: {exc}")
+        exc = ProviderError(redact(f"the drafter failed: {type(exc).__name__}: {exc}"))
     exc.partial = loop.result()
     return exc
 
@@ -105,10 +112,11 @@ def guide(
         dict(settings, max_corrections=max_corrections, max_draft_tokens=max_draft_tokens),
         (temperature, 1.0, seed),
     )
+    attempts = _attempts(max_attempts)
     session: TargetSession | None = _shared_session(drafter, target, prompt)
     while (step := loop.step()) != "done":
         if step == "draft":
-            _draft_round(loop, drafter, max_attempts, session)
+            _draft_round(loop, drafter, attempts, session)
             continue
         text, until, max_tokens = loop.target_call()
         if loop.step() == "done":
@@ -130,10 +138,11 @@ def _end_round(loop: GuideLoop, stream: Any, retries: int) -> None:
         output_tokens=stream.usage.output_tokens,
         request_id=stream.request_id,
         retries=retries,
+        stripped=stream.stripped,
     )
 
 
-def _draft_round(loop: GuideLoop, drafter: Any, max_attempts: int | None, session: Any) -> None:
+def _draft_round(loop: GuideLoop, drafter: Any, attempts: int, session: Any) -> None:
     retries = 0
 
     def count(n: int, _exc: BaseException) -> None:
@@ -141,17 +150,20 @@ def _draft_round(loop: GuideLoop, drafter: Any, max_attempts: int | None, sessio
         retries = n
 
     try:
-        for attempt in retry_policy.retrying(max_attempts=_attempts(max_attempts), on_retry=count):
+        for attempt in retry_policy.retrying(max_attempts=attempts, on_retry=count):
             with attempt:
                 stream = drafter.draft(replace(loop.draft_request(), session=session))
                 try:
                     for chunk in stream:
-                        if not loop.on_chunk(chunk):
+                        if not loop.on_chunk(chunk, stripped=stream.stripped):
                             break
                 finally:
                     stream.close()
     except Exception as exc:
-        raise _fail(loop, exc, retries) from exc
+        error = _fail(loop, exc, retries)
+        if error is exc:
+            raise  # a ProviderError already: its own cause stays, it is not made its own
+        raise error from exc
     _end_round(loop, stream, retries)
 
 
@@ -176,12 +188,13 @@ async def aguide(
         dict(settings, max_corrections=max_corrections, max_draft_tokens=max_draft_tokens),
         (temperature, 1.0, seed),
     )
+    attempts = _attempts(max_attempts)
     session: TargetSession | None = await asyncio.to_thread(
         _shared_session, drafter, target, prompt
     )
     while (step := loop.step()) != "done":
         if step == "draft":
-            await _adraft_round(loop, drafter, max_attempts, session)
+            await _adraft_round(loop, drafter, attempts, session)
             continue
         text, until, max_tokens = loop.target_call()
         if loop.step() == "done":
@@ -209,9 +222,7 @@ async def aguide(
     return loop.result()
 
 
-async def _adraft_round(
-    loop: GuideLoop, drafter: Any, max_attempts: int | None, session: Any
-) -> None:
+async def _adraft_round(loop: GuideLoop, drafter: Any, attempts: int, session: Any) -> None:
     retries = 0
 
     def count(n: int, _exc: BaseException) -> None:
@@ -219,17 +230,18 @@ async def _adraft_round(
         retries = n
 
     try:
-        async for attempt in retry_policy.async_retrying(
-            max_attempts=_attempts(max_attempts), on_retry=count
-        ):
+        async for attempt in retry_policy.async_retrying(max_attempts=attempts, on_retry=count):
             with attempt:
                 stream = await drafter.adraft(replace(loop.draft_request(), session=session))
                 try:
                     async for chunk in stream:
-                        if not loop.on_chunk(chunk):
+                        if not loop.on_chunk(chunk, stripped=stream.stripped):
                             break
                 finally:
                     await stream.aclose()
     except Exception as exc:
-        raise _fail(loop, exc, retries) from exc
+        error = _fail(loop, exc, retries)
+        if error is exc:
+            raise  # a ProviderError already: its own cause stays, it is not made its own
+        raise error from exc
     _end_round(loop, stream, retries)

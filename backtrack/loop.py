@@ -16,7 +16,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from backtrack.answer_start import AnswerStart
 from backtrack.errors import TargetError
+from backtrack.prefix import append_piece
 from backtrack.trace import (
     GuideResult,
     Origin,
@@ -28,6 +30,7 @@ from backtrack.trace import (
     Trace,
 )
 from providers.base import DraftRequest, Prompt
+from providers.errors import redact
 
 if TYPE_CHECKING:
     from backtrack.grammar import Grammar
@@ -40,6 +43,11 @@ _PRINTABLE = frozenset(range(0x20, 0x7F))
 # Where the grammar takes (nearly) any printable character next, the text is inside a free-text
 # lexeme (a string, a quoted name): a draft's rest appended there would be read as its content.
 _FREE_TEXT = 90
+
+# A draft round reads at most max_draft_tokens * this many characters, whatever the drafter: a
+# function drafter knows no token budget, and one that never ends must not grow without bound.
+# Generous: a real token is rarely longer than 16 characters.
+MAX_CHARS_PER_TOKEN = 32
 
 _TOKEN_ORIGIN: dict[str, Origin] = {
     "healed": "healed",
@@ -81,10 +89,12 @@ class _Draft:
 
     started: float
     accepted: int = 0
-    received: list[str] = field(default_factory=list)  # everything, while seeking a start
     rest: list[str] = field(default_factory=list)  # rejected text after the cut
     cut: bool = False
-    seeking: bool = False
+    seeker: AnswerStart | None = None  # while nothing is committed: where does the answer start?
+    stripped: int = 0  # how much of the stream's `stripped` text the trace shows already
+    read: int = 0  # characters received this round
+    over_budget: bool = False  # the round read its character budget: it ends as "length"
 
 
 class GuideLoop:
@@ -93,7 +103,10 @@ class GuideLoop:
         self.prompt = prompt
         self.settings = settings
         self.checker = grammar.checker()
-        self.spans: list[Span] = []
+        self._spans: list[Span] = []
+        # The last span's text, still growing: adjacent pieces of one origin and round make one
+        # span (a draft streamed in 4-character chunks would otherwise cost a Span per chunk).
+        self._open: tuple[Origin, int, list[str]] | None = None
         self.rounds: list[Round] = []
         self.stop_reason: StopReason | None = None
         self._next: Step = "draft"
@@ -108,8 +121,26 @@ class GuideLoop:
         return self.checker.text
 
     def _span(self, text: str, origin: Origin) -> None:
-        if text:
-            self.spans.append(Span(text, origin, len(self.rounds)))
+        if not text:
+            return
+        round_ = len(self.rounds)
+        if self._open is not None and self._open[:2] == (origin, round_):
+            append_piece(self._open[2], text)
+            return
+        self._close_span()
+        self._open = (origin, round_, [text])
+
+    def _close_span(self) -> None:
+        if self._open is not None:
+            origin, round_, pieces = self._open
+            self._spans.append(Span("".join(pieces), origin, round_))
+            self._open = None
+
+    @property
+    def spans(self) -> tuple[Span, ...]:
+        """Every span so far, in order."""
+        self._close_span()
+        return tuple(self._spans)
 
     def step(self) -> Step:
         if self.stop_reason is not None:
@@ -123,23 +154,36 @@ class GuideLoop:
     def draft_request(self) -> DraftRequest:
         """The request for a draft; called again for each retry of a round's failed attempt."""
         failed = self._draft  # an earlier attempt of this round: what it committed stays
-        if failed is not None and failed.seeking:
-            self._span("".join(failed.received), "dropped")
+        if failed is not None and failed.seeker is not None:
+            self._span(failed.seeker.text, "dropped")
         self._draft = _Draft(
             started=failed.started if failed else time.perf_counter(),
             accepted=failed.accepted if failed else 0,
-            seeking=not self.text,
+            seeker=None
+            if self.text
+            else AnswerStart(self.grammar, limit=self.settings.max_preamble_chars),
         )
         return DraftRequest(self.prompt, self.text, self.settings.max_draft_tokens)
 
-    def on_chunk(self, chunk: str) -> bool:
-        """Take a streamed chunk; False means: close the stream now."""
+    def on_chunk(self, chunk: str, *, stripped: str = "") -> bool:
+        """Take a streamed chunk; False means: close the stream now.
+
+        `stripped` is what the drafter's alignment removed from its reply so far (a repeat of the
+        committed text, a fence opening): the trace shows it as dropped, where it was removed."""
         draft = self._draft
         if draft is None:
             raise RuntimeError("on_chunk() outside a draft round")
-        if draft.seeking:
-            draft.received.append(chunk)
-            return self._seek_start(final=False)
+        self._note_stripped(draft, stripped)
+        budget = self.settings.max_draft_tokens * MAX_CHARS_PER_TOKEN
+        if draft.read + len(chunk) > budget:
+            chunk = chunk[: budget - draft.read]
+            draft.over_budget = True
+        draft.read += len(chunk)
+        return self._take(draft, chunk) and not draft.over_budget
+
+    def _take(self, draft: _Draft, chunk: str) -> bool:
+        if draft.seeker is not None:
+            return self._seek_start(draft, draft.seeker.feed(chunk), final=False)
         if draft.cut:
             draft.rest.append(chunk)
             return False
@@ -152,22 +196,25 @@ class GuideLoop:
             return False
         return True
 
-    def _seek_start(self, *, final: bool) -> bool:
-        """Before anything is committed: find where the answer starts in what was received.
-        Returns whether to keep reading."""
-        draft = self._draft
-        if draft is None:
-            raise RuntimeError("no draft round in progress")
-        received = "".join(draft.received)
-        start = _answer_start(self.grammar, received, final=final)
+    def _note_stripped(self, draft: _Draft, stripped: str) -> None:
+        self._span(stripped[draft.stripped :], "dropped")
+        draft.stripped = max(draft.stripped, len(stripped))
+
+    def _seek_start(self, draft: _Draft, start: int | None, *, final: bool) -> bool:
+        """Before anything is committed: once the seeker knows where the answer starts in what
+        was received (`start`), drop what comes before and take the rest. Returns whether to keep
+        reading."""
+        seeker = draft.seeker
+        if seeker is None:
+            raise RuntimeError("no answer start is being sought")
         if start is None:
-            if len(received) < self.settings.max_preamble_chars and not final:
+            if seeker.length < self.settings.max_preamble_chars and not final:
                 return True
             start = 0  # no answer found: treat the draft as an ordinary (cut) draft
-        draft.seeking = False
-        draft.received.clear()
+        draft.seeker = None
+        received = seeker.text
         self._span(received[:start], "dropped")
-        return self.on_chunk(received[start:]) if received[start:] else True
+        return self._take(draft, received[start:]) if received[start:] else True
 
     def end_draft(
         self,
@@ -177,12 +224,16 @@ class GuideLoop:
         output_tokens: int = 0,
         request_id: str | None = None,
         retries: int = 0,
+        stripped: str = "",
     ) -> None:
         draft = self._draft
         if draft is None:
             raise RuntimeError("end_draft() outside a draft round")
-        if draft.seeking:
-            self._seek_start(final=True)
+        self._note_stripped(draft, stripped)
+        if draft.over_budget:
+            finish_reason = "length"
+        if draft.seeker is not None:
+            self._seek_start(draft, draft.seeker.finish(), final=True)
         rest = "".join(draft.rest)
         cut_at = self.checker.chars if draft.cut else None
         expected = self.checker.expected() if draft.cut else ()
@@ -225,8 +276,8 @@ class GuideLoop:
         """The provider failed for good; what was committed stays, the run ends."""
         draft = self._draft
         started = draft.started if draft else time.perf_counter()
-        if draft is not None and draft.seeking:
-            self._span("".join(draft.received), "dropped")
+        if draft is not None and draft.seeker is not None:
+            self._span(draft.seeker.text, "dropped")
         self.rounds.append(
             Round(
                 index=len(self.rounds),
@@ -235,7 +286,7 @@ class GuideLoop:
                 seconds=time.perf_counter() - started,
                 accepted_chars=draft.accepted if draft else 0,
                 retries=retries,
-                error=str(error),
+                error=redact(str(error)),
             )
         )
         self._draft = None
@@ -306,7 +357,7 @@ class GuideLoop:
         taken = self.checker.feed(rest)
         long_enough = len(rest) >= self.settings.min_reuse_chars
         if taken == len(rest) and (self.checker.complete or long_enough):
-            self.spans.append(Span(rest, "reused", len(self.rounds)))
+            self._span(rest, "reused")
             return rest
         self.checker.rollback(before)
         return ""
@@ -321,7 +372,7 @@ class GuideLoop:
             valid=complete,
             complete=complete,
             stop_reason=self.stop_reason or "error",
-            trace=Trace(_prompt_text(self.prompt), tuple(self.spans), tuple(self.rounds)),
+            trace=Trace(_prompt_text(self.prompt), self.spans, tuple(self.rounds)),
             seconds=time.perf_counter() - self._started,
             grammar=self.grammar,
         )
@@ -331,31 +382,3 @@ def _prompt_text(prompt: Prompt) -> str:
     if isinstance(prompt, str):
         return prompt
     return "\n".join(f"{m.get('role', '')}: {m.get('content', '')}" for m in prompt)
-
-
-def _answer_start(grammar: Grammar, received: str, *, final: bool) -> int | None:
-    """Where the answer starts in `received`: a code fence's content, if it starts validly; else
-    offset 0 when the first line is valid as a whole (a preamble fails on its first line); else
-    the first offset not inside a word or string from which the text continues as the grammar
-    to its end (4 characters or more), or for at least 16 characters past where the valid runs
-    from earlier offsets end."""
-    fence = received.find("```")
-    newline = received.find("\n", fence) if fence >= 0 else -1
-    if newline >= 0 and grammar.check(received[newline + 1 :]).chars:
-        return newline + 1
-    candidates = range(len(received))
-    reach = 0  # where the valid runs from earlier offsets end
-    for start in candidates:
-        if start and (received[start - 1].isalnum() or received[start - 1] in "\"'_"):
-            continue  # inside a word or a string: `": None, "` is no answer
-        check = grammar.check(received[start:])
-        if start == 0 and "\n" in check.prefix:
-            return 0
-        # Inside an earlier run only what goes beyond it counts: `{"ok": True` starts at 0,
-        # not at the string `": True, "` four characters in.
-        beyond = start + check.chars - max(start, reach)
-        to_end = check.valid and beyond == check.chars and (start == 0 or (final and beyond >= 4))
-        if beyond >= 16 or to_end:
-            return start
-        reach = max(reach, start + check.chars)
-    return None

@@ -1,0 +1,173 @@
+"""Where the answer starts in a reply that may open with prose ("Here is the JSON: ```json").
+
+`AnswerStart` reads the reply as it streams and decides, as early as it can, the offset where the
+answer starts:
+
+1. the content of the first code fence, if its first character is valid under the grammar;
+2. else offset 0 when the text from there is valid to the end of what arrived, or across a line
+   (a preamble fails on its first line);
+3. else the first offset not inside a word or a string ("ok": None, ...) from which the text runs
+   valid for at least `LONG_RUN` characters past where the valid runs from earlier offsets end, or,
+   once the reply is over, to its end (`SHORT_RUN` characters or more).
+
+The work is linear in the reply: each offset that may start an answer gets an incremental checker
+that advances only on new text, at most `MAX_LIVE` of them are alive at a time, and text reaches a
+new checker in slices of `SLICE` characters, so no character is checked more than
+`MAX_LIVE + SLICE` times, and nothing past `limit` characters is checked at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from backtrack.prefix import append_piece
+
+if TYPE_CHECKING:
+    from backtrack.grammar import Grammar
+    from backtrack.prefix import Checker
+
+FENCE = "```"
+LONG_RUN = 16
+SHORT_RUN = 4
+MAX_LIVE = 16
+SLICE = 32
+# A start right after one of these (or a letter or a digit) is inside a word or a string.
+_INSIDE = "\"'_"
+
+
+@dataclass
+class _Run:
+    """The valid run of text from `start`: alive while it reaches the end of what arrived."""
+
+    start: int
+    checker: Checker
+    alive: bool = True
+    floor: int = 0  # where the runs of earlier, already discarded offsets ended
+    newline: bool = field(default=False)  # the run crosses a line end
+
+    @property
+    def end(self) -> int:
+        return self.start + self.checker.chars
+
+    def feed(self, text: str) -> None:
+        taken = self.checker.feed(text)
+        self.newline = self.newline or "\n" in text[:taken]
+        self.alive = taken == len(text)
+
+
+class AnswerStart:
+    """Feed the reply chunk by chunk; `feed` and `finish` return the answer's offset once known."""
+
+    def __init__(self, grammar: Grammar, *, limit: int) -> None:
+        self.grammar = grammar
+        self.limit = limit  # offsets past this are not considered (the text is still kept)
+        self._parts: list[str] = []
+        self.length = 0
+        self._last = ""  # the last characters received (a fence may span two slices)
+        self._runs: list[_Run] = []  # in order of start; dead ones leave at the next decision
+        self._dead_reach = 0  # the furthest end of every discarded run
+        self._fence = -1  # offset of the first fence opening, -1 until one is seen
+        self._fence_body = -1  # offset where that fence's content starts, once its line ended
+        self._fence_done = False
+
+    @property
+    def text(self) -> str:
+        """Everything received so far."""
+        if len(self._parts) > 1:
+            self._parts[:] = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
+
+    def feed(self, chunk: str) -> int | None:
+        """Take the next chunk (kept whole in `text`); the answer's offset once it is known."""
+        for i in range(0, len(chunk), SLICE):
+            if self.length >= self.limit:
+                self._keep(chunk[i:])
+                return None
+            piece = chunk[i : i + SLICE]
+            start = self.length
+            self._keep(piece)
+            found = self._check(piece, start)
+            if found is not None:
+                self._keep(chunk[i + SLICE :])
+                return found
+        return None
+
+    def _keep(self, text: str) -> None:
+        if text:
+            append_piece(self._parts, text)
+            self.length += len(text)
+
+    def _check(self, piece: str, start: int) -> int | None:
+        """Advance every rule over `piece`, the text from offset `start` on."""
+        found = None if self._fence_done else self._fenced(piece, start)
+        if found is not None:
+            return found
+        for run in self._runs:
+            if run.alive:
+                run.feed(piece)
+        self._new_runs(piece, start)
+        return self._decide(final=False)
+
+    def finish(self) -> int | None:
+        """The reply is over: decide with what arrived (None: no answer found)."""
+        return self._decide(final=True)
+
+    def _fenced(self, piece: str, start: int) -> int | None:
+        """Rule 1, on `piece`, the text from offset `start` on."""
+        if self._fence < 0:
+            window = self._last[-(len(FENCE) - 1) :] + piece
+            found = window.find(FENCE)
+            if found < 0:
+                return None
+            self._fence = start - (len(window) - len(piece)) + found
+        if self._fence_body < 0:
+            newline = piece.find("\n", max(self._fence + len(FENCE) - start, 0))
+            if newline < 0:
+                return None
+            self._fence_body = start + newline + 1
+        if self.length <= self._fence_body:
+            return None
+        self._fence_done = True
+        first = piece[self._fence_body - start]
+        return self._fence_body if self.grammar.checker().feed(first) else None
+
+    def _new_runs(self, piece: str, start: int) -> None:
+        previous = self._last[-1:]
+        for i, char in enumerate(piece):
+            offset = start + i
+            candidate = offset == 0 or not (previous.isalnum() or previous in _INSIDE)
+            previous = char
+            if not candidate or sum(run.alive for run in self._runs) >= MAX_LIVE:
+                continue
+            run = _Run(offset, self.grammar.checker(), floor=self._dead_reach)
+            run.feed(piece[i:])
+            self._runs.append(run)
+        self._last = (self._last + piece)[-(len(FENCE) - 1) :]
+
+    def _decide(self, *, final: bool) -> int | None:
+        reach = 0
+        for run in self._runs:
+            beyond = run.end - max(run.start, reach, run.floor)
+            if run.start == 0 and (run.newline or run.alive):
+                return 0
+            to_end = run.alive and final and beyond >= SHORT_RUN and beyond == run.checker.chars
+            if beyond >= LONG_RUN or to_end:
+                return run.start
+            reach = max(reach, run.end)
+        self._discard_dead()
+        return None
+
+    def _discard_dead(self) -> None:
+        """Dead runs never qualify later (their reach only grows for later ones): keep only where
+        they ended, for the runs that start after them."""
+        kept: list[_Run] = []
+        for run in self._runs:
+            if run.alive:
+                kept.append(run)
+                continue
+            self._dead_reach = max(self._dead_reach, run.end)
+            for later in self._runs:
+                if later.start > run.start:
+                    later.floor = max(later.floor, run.end)
+        self._runs = kept
