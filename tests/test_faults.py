@@ -1,0 +1,79 @@
+"""Faults at 30% of requests, through the real SDKs: every run ends with the API's exact document,
+or raises a typed error whose `.partial` is exactly the committed text.
+
+The API (tests/fault_server.py) continues known JSON documents exactly and injects, per request,
+429 with Retry-After, 500, 503, drops mid-stream, stalls past the client's timeout, malformed
+events, 200 replies without text, streams that end without their protocol's end, and surrogate
+pairs split across events. OpenAI chat replies sometimes repeat the committed text first, as chat
+models do. Each run uses one of the real callers (a drafter with guide() or aguide(), wrap() sync
+or async) and a local target that raises if asked: with exact continuations every fault must be
+retried, never corrected. 200 runs per provider (20 per fault kind and 20 mixed), then 20 mixed
+runs per provider with 2 attempts a round, where some runs exhaust them.
+
+`python -m benchmarks.reliability` runs the same at scale; a failure message names the command
+that replays the failing run alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fault_server import (
+    FAULTS,
+    MIXED,
+    PROVIDERS,
+    FaultServer,
+    Outcome,
+    failures,
+    run_all,
+    runs_for,
+    zero_wait,
+)
+
+import providers.retry
+
+RUNS = 20  # per provider and fault kind: 10 kinds, 200 runs per provider
+EXHAUST = 20  # mixed runs per provider with 2 attempts a round
+SEED = 10
+WORKERS = 4
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FaultServer]:
+    with FaultServer() as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(providers.retry, "backoff", zero_wait)
+
+
+def check(outcomes: list[Outcome]) -> None:
+    """Every run exact, or a typed error with its exact partial; else each failure, replayable."""
+    bad = [o for o in outcomes if o.status not in ("exact", "typed")]
+    assert not bad, f"{len(bad)} of {len(outcomes)} runs failed:\n{failures(bad)}"
+
+
+@pytest.mark.parametrize("fault", [*FAULTS, MIXED])
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_faults_never_alter_lose_or_duplicate_text(
+    provider: str, fault: str, server: FaultServer
+) -> None:
+    outcomes = run_all(runs_for(provider, fault, RUNS, seed=SEED), server, workers=WORKERS)
+    check(outcomes)
+    injected = sum(sum(o.faults.values()) for o in outcomes)
+    assert injected >= 3, f"only {injected} faults injected in {RUNS} runs"
+    if fault == MIXED and provider == "openai-chat":
+        assert sum(o.repeats for o in outcomes) >= 3  # the aligner met repeats to strip
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_exhausted_attempts_raise_with_the_exact_partial(
+    provider: str, server: FaultServer
+) -> None:
+    runs = runs_for(provider, MIXED, EXHAUST, seed=SEED, max_attempts=2)
+    outcomes = run_all(runs, server, workers=WORKERS)
+    check(outcomes)
+    assert any(o.status == "typed" for o in outcomes)  # the typed-error path was taken
