@@ -42,7 +42,18 @@ PARAMS: dict[str, list[dict[str, int]]] = {"json_keys": [{"n": 1}, {"n": 3}, {"n
 SAMPLING: dict[str, dict[str, Any]] = {
     "json": {"grow": 0.8},
     "csv": {"grow": 0.8, "max_tokens": 100},
-    "sqlite": {"max_tokens": 30, "empty": 0.1},  # fewer blanks left out: fewer glued keywords
+    # fewer blanks left out (fewer glued keywords); names, parameters and comments as people write
+    # them (most draws of a comment write a blank instead: comments may go between any two tokens)
+    "sqlite": {
+        "max_tokens": 30,
+        "empty": 0.1,
+        "examples": {
+            "NAME": ["id", "name", "users", "o", "t1", "total_amount", "created_at", "café", "x"],
+            "PARAM": ["?", "?1", ":name", "@p"],
+            "_LINE_COMMENT": ["-- note\n"] + ["\n"] * 9,
+            "_BLOCK_COMMENT": ["/* c */"] + [" "] * 9,
+        },
+    },
     "python_expr": {"max_tokens": 30},
     "arithmetic": {"max_tokens": 30},
 }
@@ -177,6 +188,11 @@ SQL_HAND = {
         "SELECT s.dept, s.avg_salary FROM (SELECT dept, AVG(salary) AS avg_salary "
         "FROM staff GROUP BY dept) AS s WHERE s.avg_salary > 5000.0"
     ),
+    "comments": "-- top customers\nSELECT id /* key */, name FROM users; -- done",
+    "filter-and-arrows": (
+        "SELECT COUNT(*) FILTER (WHERE data ->> '$.ok') AS n, 1.5E-3, 0x1F FROM t "
+        "WHERE a IS NOT DISTINCT FROM b AND c NOTNULL"
+    ),
 }
 SQL_HAND_INVALID = {
     "no-table": "SELECT * FROM",
@@ -187,7 +203,9 @@ SQL_HAND_INVALID = {
     "limit-glued-to-number": "SELECT a FROM t LIMIT10 OFFSET 5",
     "unclosed-paren": "SELECT (1 + 2 FROM t",
     "insert": "INSERT INTO t VALUES (1)",
-    "block-comment": "SELECT 1 /* note */",
+    "trailing-comma": "SELECT a, FROM t",
+    "keyword-as-table": "SELECT * FROM order",
+    "number-glued-to-keyword": "SELECT a FROM t WHERE b = 1AND c = 2",
 }
 
 CSV_HAND = {
