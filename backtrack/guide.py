@@ -12,7 +12,9 @@ import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-# A module import, resolved at call time: `import providers.retry` first runs backtrack/__init__.
+# Module imports, resolved at call time: `import providers.retry` (or providers.errors) first
+# runs backtrack/__init__, which comes back here before that module has defined anything.
+import providers.errors as provider_errors
 import providers.retry as retry_policy
 from backtrack.errors import ProviderError
 from backtrack.grammar import Grammar
@@ -20,7 +22,6 @@ from backtrack.loop import GuideLoop, Settings
 from backtrack.trace import GuideResult
 from providers import as_drafter
 from providers.base import Prompt, check_prompt
-from providers.errors import redact
 
 if TYPE_CHECKING:
     # local_target (and torch) load on first use: `import backtrack` stays light, and
@@ -80,7 +81,8 @@ def _fail(loop: GuideLoop, exc: BaseException, retries: int) -> ProviderError:
     """Record the failure; the error to raise, carrying the partial result."""
     loop.draft_failed(exc, retries=retries)
     if not isinstance(exc, ProviderError):
-        exc = ProviderError(redact(f"the drafter failed: {type(exc).__name__}: {exc}"))
+        exc = ProviderError(f"the drafter failed: {type(exc).__name__}: {exc}")
+    provider_errors.masked(exc)  # a custom drafter's own ProviderError may quote a key
     exc.partial = loop.result()
     return exc
 

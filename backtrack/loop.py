@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+# A module, not a name: see the import in backtrack/guide.py.
+import providers.errors as provider_errors
 from backtrack.answer_start import AnswerStart
 from backtrack.errors import TargetError
 from backtrack.prefix import append_piece
@@ -30,7 +32,6 @@ from backtrack.trace import (
     Trace,
 )
 from providers.base import DraftRequest, Prompt
-from providers.errors import redact
 
 if TYPE_CHECKING:
     from backtrack.grammar import Grammar
@@ -286,7 +287,7 @@ class GuideLoop:
                 seconds=time.perf_counter() - started,
                 accepted_chars=draft.accepted if draft else 0,
                 retries=retries,
-                error=redact(str(error)),
+                error=provider_errors.redact(str(error)),
             )
         )
         self._draft = None

@@ -78,8 +78,11 @@ class _Text:
     retryable ProviderError, so the round resumes from the committed text, as after a drop.
     """
 
-    def __init__(self, stream: AnyStream, alignment: Alignment | None) -> None:
+    def __init__(
+        self, stream: AnyStream, alignment: Alignment | None, content_type: str | None
+    ) -> None:
         self.stream = stream
+        self.content_type = content_type or ""
         self.aligner = (
             None
             if alignment is None
@@ -109,8 +112,12 @@ class _Text:
                 request_id=self.stream.request_id,
             )
         if not self.stream.finished:
+            # A body that is no event stream (a proxy that ignored `stream`) reads as no events.
+            sse = self.content_type.startswith("text/event-stream") or not self.content_type
             raise ProviderError(
-                "the stream ended without a finish reason (cut off on the way)",
+                "the stream ended without a finish reason (cut off on the way)"
+                if sse
+                else f"the reply to a streamed request was {self.content_type}, not a stream",
                 retryable=True,
                 request_id=self.stream.request_id,
             )
@@ -158,7 +165,7 @@ def sync_stream(
 ) -> DraftStream:
     """A DraftStream over a sync SDK stream (iterable of events, with `close()`)."""
     stream = DraftStream(chunks=iter(()), request_id=request_id)
-    text = _Text(stream, alignment)
+    text = _Text(stream, alignment, header(getattr(sdk_stream, "response", None), "content-type"))
 
     def events() -> Generator[str, None, None]:
         try:
@@ -194,7 +201,7 @@ def async_stream(
 ) -> AsyncDraftStream:
     """The async twin of `sync_stream` (an async iterable of events, with `await close()`)."""
     stream = AsyncDraftStream(chunks=NoChunks(), request_id=request_id)
-    text = _Text(stream, alignment)
+    text = _Text(stream, alignment, header(getattr(sdk_stream, "response", None), "content-type"))
 
     async def events() -> AsyncGenerator[str, None]:
         try:

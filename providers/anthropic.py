@@ -6,12 +6,14 @@ The text so far goes in as a final assistant message, which the model continues.
   without its trailing whitespace and aligns the reply against what it cut: a reply that writes
   that whitespace again has it stripped, one that does not passes unchanged.
 * Some models refuse prefill with an HTTP 400 ("This model does not support assistant message
-  prefill"). The drafter then asks again at once in the instruction form (providers.align), and
-  remembers the model: later drafts for it, by any AnthropicDrafter, go straight to that form.
+  prefill"). The drafter remembers the model and raises a retryable ProviderError that asks for no
+  wait: the loop's next attempt, like every later draft for that model by any AnthropicDrafter,
+  goes straight to the instruction form (providers.align). The refused request is an attempt the
+  trace counts, as every request sent is.
 
 Takes `anthropic.Anthropic` (for `draft()`) or `anthropic.AsyncAnthropic` (for `adraft()`).
-Drafters never retry: the loop retries whole rounds (providers.retry); a client's own
-`max_retries` still applies to each request before its stream starts.
+Drafters never retry, and call the client through a copy with the SDK's retries off: the loop
+retries whole rounds and counts every request (providers.retry).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import re
 import threading
 from typing import Any, ClassVar
 
+from backtrack.errors import ProviderError
 from providers._stream import Alignment, AnyStream, async_stream, finish, header, sync_stream
 from providers.align import as_messages, continued_text, instruction, with_hint
 from providers.base import (
@@ -121,12 +124,12 @@ class AnthropicDrafter:
         clash = _RESERVED & create_kwargs.keys()
         if clash:
             raise TypeError(f"set by the drafter, not by create kwargs: {', '.join(sorted(clash))}")
+        self.is_async = is_async_client(client)
         remember_key(getattr(client, "api_key", None))
         self.client = without_sdk_retries(client)
         self.model = model
         self.prefill = prefill
         self.create_kwargs = create_kwargs
-        self.is_async = is_async_client(client)
         self.capabilities = Capabilities(prefill=self._prefill_allowed(), streaming=True)
 
     def __repr__(self) -> str:
@@ -147,10 +150,21 @@ class AnthropicDrafter:
     def _prefill_allowed(self) -> bool:
         return self.prefill and not self.refuses_prefill(self.model)
 
-    def _remember_refusal(self) -> None:
+    def _failed(self, exc: BaseException, prefilled: bool) -> ProviderError:
+        """The error for a request that failed with `exc`. A refused prefill is remembered, and
+        retryable at once: the next attempt asks without it."""
+        if not (prefilled and refuses_prefill(exc)):
+            return to_provider_error(exc)
         with self._lock:
             self._no_prefill.add(self.model)
         self.capabilities = Capabilities(prefill=False, streaming=True)
+        return ProviderError(
+            f"{self.model!r} refuses assistant prefill; the next attempt asks without it",
+            retryable=True,
+            status=400,
+            request_id=to_provider_error(exc).request_id,
+            retry_after=0.0,
+        )
 
     def request(self, request: DraftRequest, *, prefill: bool) -> tuple[dict[str, Any], Alignment]:
         """The `messages.create` arguments for `request`, and how the reply will be aligned."""
@@ -176,27 +190,16 @@ class AnthropicDrafter:
             kwargs["stop_sequences"] = list(request.stop)
         return kwargs, alignment
 
-    def _first_try(self, request: DraftRequest) -> tuple[dict[str, Any], Alignment, bool]:
-        prefill = self._prefill_allowed()
-        kwargs, alignment = self.request(request, prefill=prefill)
-        return kwargs, alignment, prefill
-
     def draft(self, request: DraftRequest) -> DraftStream:
         """Start a streamed request (sync client). Raises ProviderError when it fails."""
         if self.is_async:
             raise TypeError(f"{self!r} has an async client: use adraft() (aguide)")
-        kwargs, alignment, prefilled = self._first_try(request)
+        prefilled = self._prefill_allowed()
+        kwargs, alignment = self.request(request, prefill=prefilled)
         try:
             sdk_stream = self.client.messages.create(**kwargs)
         except mapped_exceptions() as exc:
-            if not (prefilled and refuses_prefill(exc)):
-                raise to_provider_error(exc) from exc
-            self._remember_refusal()
-            kwargs, alignment = self.request(request, prefill=False)
-            try:
-                sdk_stream = self.client.messages.create(**kwargs)
-            except mapped_exceptions() as retry_exc:
-                raise to_provider_error(retry_exc) from retry_exc
+            raise self._failed(exc, prefilled) from exc
         request_id = header(getattr(sdk_stream, "response", None), "request-id")
         return sync_stream(sdk_stream, _absorb, request_id=request_id, alignment=alignment)
 
@@ -204,17 +207,11 @@ class AnthropicDrafter:
         """Start a streamed request (async client). Raises ProviderError when it fails."""
         if not self.is_async:
             raise TypeError(f"{self!r} has a sync client: use draft() (guide)")
-        kwargs, alignment, prefilled = self._first_try(request)
+        prefilled = self._prefill_allowed()
+        kwargs, alignment = self.request(request, prefill=prefilled)
         try:
             sdk_stream = await self.client.messages.create(**kwargs)
         except mapped_exceptions() as exc:
-            if not (prefilled and refuses_prefill(exc)):
-                raise to_provider_error(exc) from exc
-            self._remember_refusal()
-            kwargs, alignment = self.request(request, prefill=False)
-            try:
-                sdk_stream = await self.client.messages.create(**kwargs)
-            except mapped_exceptions() as retry_exc:
-                raise to_provider_error(retry_exc) from retry_exc
+            raise self._failed(exc, prefilled) from exc
         request_id = header(getattr(sdk_stream, "response", None), "request-id")
         return async_stream(sdk_stream, _absorb, request_id=request_id, alignment=alignment)

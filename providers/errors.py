@@ -12,8 +12,9 @@
             errors)                                        not retryable
 
 The SDKs are never imported here: an error from an SDK means the SDK is loaded already, so the
-classes are looked up in `sys.modules`. Messages never carry API keys: whatever looks like one is
-masked, and request headers are never quoted.
+classes are looked up in `sys.modules`. Messages never carry API keys: `redact` masks every key
+this process knows by value (drafters' clients, secret-named environment variables) and anything
+shaped like one, where each ProviderError is made; request headers are never quoted.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ __all__ = [
     "RETRYABLE_STATUS",
     "is_retryable_status",
     "mapped_exceptions",
+    "masked",
     "redact",
     "remember_key",
     "retry_after_seconds",
@@ -51,11 +53,12 @@ _RETRYABLE_ERROR_TYPES = frozenset(
     {"overloaded_error", "api_error", "rate_limit_error", "timeout_error", "server_error"}
 )
 
-# Keys by their shape: sk-..., sk-ant-..., sk-proj-..., gsk_..., xai-..., long hex or base64-like
-# runs, and whatever follows "api key", "api_key=" or "API key provided:".
+# Keys by their shape: sk-..., sk-ant-..., sk-proj-..., gsk_..., xai-..., long hex runs; and the
+# value after "api_key=", "api key:" or "API key provided:" (up to a blank, a quote, a comma or a
+# sentence's final period). Without "=" or ":" the next word is prose ("your API key at ...").
 _KEY_PATTERN = re.compile(
     r"\b((?:sk-(?:ant-|proj-)?)|gsk_|xai-|hf_|AIza)[A-Za-z0-9_\-]{6,}"
-    r"|(?i:(api[_-]?key(?:\s+provided)?[\"'=:\s]+))[^\s\"',.;]+"
+    r"|(?i:(api[_\s-]?key(?:\s+provided)?[\"']?\s*[=:]\s*[\"']?))[^\s\"',;]*[^\s\"',;.]"
     r"|\b()[A-Fa-f0-9]{32,}\b"
 )
 # Environment variables whose values are secrets: *_API_KEY, *_TOKEN, *_SECRET, *PASSWORD...
@@ -100,6 +103,14 @@ def redact(text: str) -> str:
         text = text.replace(secret, "***")
     text = _KEY_PATTERN.sub(lambda m: f"{m.group(1) or m.group(2) or ''}***", text)
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."
+
+
+def masked(error: ProviderError) -> ProviderError:
+    """`error` itself, with every key in its text masked: for a ProviderError made outside this
+    module (by a drafter function, a custom Drafter), at the point where it enters backtrack."""
+    error.message = redact(error.message)
+    error.args = tuple(redact(arg) if isinstance(arg, str) else arg for arg in error.args)
+    return error
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:

@@ -8,8 +8,8 @@ The function is the black box. It continues text, so it has prefill; it streams 
     async def f(...) -> str / async generator        for adraft() and aguide()
 
 A function that names `max_tokens` or `stop` among its parameters gets them too. Whatever it
-raises reaches the loop as a ProviderError (`from` the original): an SDK or transport error keeps
-its retryable flag, anything else is not retryable.
+raises reaches the loop as a ProviderError (`from` the original) with every key masked: an SDK or
+transport error keeps its retryable flag, anything else is not retryable.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 from backtrack.errors import ProviderError
 from providers._stream import NoChunks
 from providers.base import AsyncDraftStream, Capabilities, DraftRequest, DraftStream
-from providers.errors import mapped_exceptions, redact, to_provider_error
+from providers.errors import mapped_exceptions, masked, redact, to_provider_error
 
 __all__ = ["FunctionDrafter"]
 
@@ -33,11 +33,12 @@ _END = object()  # what next()/anext() give when a function's chunks run out
 
 @contextlib.contextmanager
 def _translated() -> Iterator[None]:
-    """Whatever the function raises leaves as a ProviderError: its own as it is, anything else
-    translated (`from` the original) with every key masked."""
+    """Whatever the function raises leaves as a ProviderError with every key masked: its own
+    ProviderError as it is, anything else translated (`from` the original)."""
     try:
         yield
-    except ProviderError:
+    except ProviderError as exc:
+        masked(exc)
         raise
     except mapped_exceptions() as exc:
         raise to_provider_error(exc) from exc

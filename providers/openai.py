@@ -11,8 +11,8 @@ OpenAI-compatible server through `base_url`) and stream. `draft()` needs a sync 
                                 only for servers that support it.
     OpenAICompletionsDrafter    /v1/completions: the model continues prompt + prefix verbatim.
 
-Drafters never retry: the loop retries whole rounds (providers.retry). A client's own
-`max_retries` still applies to each request before its stream starts.
+Drafters never retry, and call the client through a copy with the SDK's retries off: the loop
+retries whole rounds and counts every request (providers.retry).
 
 The SDK is imported lazily: importing backtrack does not import openai.
 """
@@ -98,11 +98,11 @@ class _OpenAIDrafter:
         clash = _RESERVED & create_kwargs.keys()
         if clash:
             raise TypeError(f"set by the drafter, not by create kwargs: {', '.join(sorted(clash))}")
+        self.is_async = is_async_client(client)
         remember_key(getattr(client, "api_key", None))
         self.client = without_sdk_retries(client)
         self.model = model
         self.create_kwargs = create_kwargs
-        self.is_async = is_async_client(client)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r})"

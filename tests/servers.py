@@ -60,6 +60,13 @@ class Reply:
     utf16_chunks: bool = False
     # (input tokens, output tokens); by default 7 and the number of chunks.
     usage: tuple[int, int] | None = None
+    # OpenAI: every chunk (or the one JSON reply) has `choices: []`, then [DONE]; Anthropic: no
+    # content and no stop reason, then message_stop.
+    no_choices: bool = False
+    # After this many text chunks, one event that is not JSON; then the rest as usual.
+    malformed_after: int | None = None
+    # One JSON body even when a stream was asked for (a proxy that ignores `stream`).
+    json_reply: bool = False
 
     def pieces(self) -> list[str]:
         size = max(self.chunk_size, 1)
@@ -191,6 +198,11 @@ class _Handler(BaseHTTPRequestHandler):
         encoded = text.encode()
         self._write(f"{len(encoded):x}\r\n".encode() + encoded + b"\r\n")
 
+    def _malformed_event(self) -> None:
+        # Named, or the Anthropic SDK would skip it unread.
+        anthropic = self.path.startswith("/v1/messages")
+        self._event("{this is not json", "content_block_delta" if anthropic else None)
+
     def _end_stream(self) -> None:
         self._write(b"0\r\n\r\n")
 
@@ -210,6 +222,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return True
             if reply.delay:
                 time.sleep(reply.delay)
+            if index == reply.malformed_after:
+                self._malformed_event()
             send(piece)
             exchange.chunks_sent += 1
         if reply.disconnect_after is not None and reply.stream_error is None:
@@ -232,11 +246,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(reply.status, self._error_body(reply, anthropic), reply.headers)
             return
         streaming = isinstance(exchange.body, dict) and bool(exchange.body.get("stream"))
+        streaming = streaming and not reply.json_reply
         if reply.malformed:
             if streaming:
                 self._start_stream(reply.headers)
-                # Named, or the Anthropic SDK would skip it unread.
-                self._event("{this is not json", "content_block_delta" if anthropic else None)
+                self._malformed_event()
                 self._end_stream()
             else:
                 self._send_json(200, b"{this is not json", reply.headers)
@@ -279,7 +293,7 @@ class _Handler(BaseHTTPRequestHandler):
             payload = {
                 **base,
                 "object": "chat.completion" if chat else "text_completion",
-                "choices": [choice],
+                "choices": [] if reply.no_choices else [choice],
                 "usage": {
                     "prompt_tokens": prompt,
                     "completion_tokens": completion,
@@ -295,10 +309,10 @@ class _Handler(BaseHTTPRequestHandler):
                 piece: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": finish}
             else:
                 piece = {"index": 0, "text": content or "", "finish_reason": finish}
-            return {**base, "choices": [piece]}
+            return {**base, "choices": [] if reply.no_choices else [piece]}
 
         self._start_stream(reply.headers)
-        if chat:
+        if chat and not reply.no_choices:
             first = choice_chunk("")
             first["choices"][0]["delta"]["role"] = "assistant"
             self._event(first)
@@ -340,8 +354,8 @@ class _Handler(BaseHTTPRequestHandler):
             prompt, completion = self._usage(exchange, reply)
             payload = {
                 **message,
-                "content": [{"type": "text", "text": reply.text}],
-                "stop_reason": stop_reason,
+                "content": [] if reply.no_choices else [{"type": "text", "text": reply.text}],
+                "stop_reason": None if reply.no_choices else stop_reason,
                 "usage": {"input_tokens": prompt, "output_tokens": completion},
             }
             self._send_json(200, payload, reply.headers)
@@ -355,6 +369,10 @@ class _Handler(BaseHTTPRequestHandler):
             "usage": {"input_tokens": prompt, "output_tokens": 1},
         }
         self._event({"type": "message_start", "message": start}, "message_start")
+        if reply.no_choices:
+            self._event({"type": "message_stop"}, "message_stop")
+            self._end_stream()
+            return
         block = {
             "type": "content_block_start",
             "index": 0,

@@ -13,7 +13,12 @@ from servers import MockServer, error, text
 
 import providers.retry
 from backtrack import ProviderError, guide
-from providers import AnthropicDrafter, OpenAIChatDrafter, OpenAICompletionsDrafter
+from providers import (
+    AnthropicDrafter,
+    FunctionDrafter,
+    OpenAIChatDrafter,
+    OpenAICompletionsDrafter,
+)
 
 DOC = '{"city": "Oslo", "pop": 709000}'
 
@@ -69,6 +74,21 @@ def test_persistent_failures_send_exactly_the_attempts(
     assert len(server.exchanges) == 4  # 12 when the SDK retried each attempt twice more
 
 
+def test_a_refused_prefill_is_a_request_the_trace_counts(
+    anthropic_server: MockServer, anthropic_client: Any
+) -> None:
+    AnthropicDrafter.forget_prefill_refusals()
+    refusal = "This model does not support assistant message prefill."
+    anthropic_server.script(text(DOC[:10], unfinished=True), error(400, refusal), text(DOC[10:]))
+    drafter = AnthropicDrafter(anthropic_client(), "m")
+    try:
+        result = guide(drafter, "json", prompt="p", target=NoTarget())
+    finally:
+        AnthropicDrafter.forget_prefill_refusals()
+    assert result.text == DOC
+    assert result.api_calls == len(anthropic_server.exchanges) == 3  # 2 counted when refused
+
+
 def test_the_users_client_keeps_its_own_retries(openai_client: Any) -> None:
     client = openai_client(max_retries=2)
     OpenAIChatDrafter(client, "m")
@@ -102,12 +122,40 @@ def test_a_key_echoed_in_an_error_body_is_masked_everywhere(
     assert "***" in str(caught.value)
 
 
-def test_a_key_from_the_environment_is_masked(
-    monkeypatch: pytest.MonkeyPatch, openai_server: MockServer, openai_client: Any
+def shown(error: ProviderError) -> list[str]:
+    """Every text of a failed run a user or a log may see: the error, the rounds, the HTML."""
+    partial = error.partial
+    texts = [str(error), repr(error), partial.to_html()]
+    return texts + [r.error or "" for r in partial.trace.rounds]
+
+
+@pytest.mark.parametrize("status", [400, 401, 403])
+@pytest.mark.parametrize("kind", ["openai-chat", "anthropic"])
+def test_a_key_from_the_environment_is_masked_everywhere(
+    kind: str, status: int, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
-    key = "env-held-secret-0a9b8c7d"
+    key = "env-held-secret-0a9b8c7d"  # no known shape: found by value
     monkeypatch.setenv("SOME_PROVIDER_API_KEY", key)
-    openai_server.script(error(400, f"bad request from {key}"))
+    drafter, server = _drafter(kind, request)
+    server.script(error(status, f"Incorrect API key provided: {key}, from the environment"))
     with pytest.raises(ProviderError) as caught:
-        guide(OpenAIChatDrafter(openai_client(), "m"), "json", prompt="p", target=NoTarget())
-    assert key not in str(caught.value)
+        guide(drafter, "json", prompt="p", target=NoTarget())
+    assert not [text for text in shown(caught.value) if key in text]
+
+
+@pytest.mark.parametrize("labelled", [True, False], ids=["api_key=...", "from the environment"])
+@pytest.mark.parametrize("raised", [RuntimeError, ProviderError])
+def test_a_function_drafters_exception_is_masked_everywhere(
+    raised: type[Exception], labelled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No client, so no api_key to learn: a key is masked by its label, or by the environment's.
+    key = "fn-only-secret-91x7"
+    if not labelled:
+        monkeypatch.setenv("GATEWAY_TOKEN", key)
+
+    def draft(prompt: str, prefix: str) -> str:
+        raise raised(f"the gateway refused {'api_key=' if labelled else 'the token '}{key}")
+
+    with pytest.raises(ProviderError) as caught:
+        guide(FunctionDrafter(draft), "json", prompt="p", target=NoTarget())
+    assert not [text for text in shown(caught.value) if key in text]

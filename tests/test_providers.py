@@ -232,6 +232,21 @@ def test_keys_are_masked(secret: str) -> None:
     assert secret not in redact(f"api_key={secret}")
 
 
+@pytest.mark.parametrize(
+    ("message", "shown"),
+    [
+        ("Incorrect API key provided: my-gw.t0k3n. See docs.", "provided: ***. See docs."),
+        ('{"api_key": "abc-123"}', '{"api_key": "***"}'),
+        ("x-api-key: abcdef", "x-api-key: ***"),
+        # Prose after "API key" is not a key: nothing to mask.
+        ("You can find your API key at the console.", "your API key at the console."),
+        ("Invalid API key format", "Invalid API key format"),
+    ],
+)
+def test_the_value_after_a_key_label_is_masked_not_the_prose(message: str, shown: str) -> None:
+    assert shown in redact(message)
+
+
 def test_a_key_in_an_error_body_never_reaches_the_message(
     openai_server: MockServer, openai_client: Any
 ) -> None:
@@ -283,8 +298,10 @@ FAILURES: dict[str, Callable[[], Reply]] = {
     "503": lambda: error(503, "unavailable"),
     "disconnect": lambda: disconnect('{"partial": ', 2),
     "no finish reason": lambda: text('{"partial": ', unfinished=True),
-    "no choices": lambda: text("", unfinished=True),
+    "no choices": lambda: text('{"ok": true}', no_choices=True),
     "malformed event": malformed,
+    "malformed event mid-stream": lambda: text('{"partial": 1}', malformed_after=2),
+    "JSON body, no stream": lambda: text('{"ok": true}', json_reply=True),
 }
 
 
@@ -842,8 +859,13 @@ def test_anthropic_falls_back_when_prefill_is_refused(
     )
     client = anthropic_client()
     drafter = AnthropicDrafter(client, model)
-    stream = drafter.draft(DraftRequest(prompt="Ada", prefix='{"born": '))
-    assert "".join(stream) == "1815}"
+    request = DraftRequest(prompt="Ada", prefix='{"born": ')
+    with pytest.raises(ProviderError, match="refuses assistant prefill") as caught:
+        drafter.draft(request)
+    # The refused request is an attempt of its own; the next one, at once, asks without prefill.
+    assert caught.value.retryable
+    assert caught.value.retry_after == 0
+    assert "".join(drafter.draft(request)) == "1815}"
     first, second = anthropic_server.bodies
     assert first["messages"][-1] == {"role": "assistant", "content": '{"born":'}
     assert second["messages"][-2] == {"role": "assistant", "content": '{"born": '}
@@ -1082,6 +1104,8 @@ async def test_async_anthropic_prefill_and_fallback(
         assert (stream.usage.input_tokens, stream.usage.output_tokens) == (3, 2)
 
         drafter = AnthropicDrafter(client, "claude-b")
+        with pytest.raises(ProviderError, match="refuses assistant prefill"):
+            await drafter.adraft(DraftRequest(prompt="p", prefix='{"born": '))
         stream = await drafter.adraft(DraftRequest(prompt="p", prefix='{"born": '))
         assert "".join([c async for c in stream]) == "1815}"
         assert not drafter.capabilities.prefill
@@ -1170,6 +1194,17 @@ async def test_as_drafter_builds_async_sdk_drafters(
 def test_as_drafter_refuses_other_things() -> None:
     with pytest.raises(TypeError):
         as_drafter(42)
+
+
+@pytest.mark.parametrize(
+    "module", ["providers.errors", "providers.function", "providers.openai", "providers.retry"]
+)
+def test_each_providers_module_imports_first(module: str) -> None:
+    # providers.errors needs backtrack.errors, whose package needs providers.errors back.
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-c", f"import {module}"], check=True, capture_output=True)
 
 
 def test_importing_providers_does_not_import_the_sdks() -> None:
