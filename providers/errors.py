@@ -39,7 +39,7 @@ __all__ = [
     "mapped_exceptions",
     "masked",
     "redact",
-    "remember_key",
+    "remember_keys",
     "retry_after_seconds",
     "to_provider_error",
 ]
@@ -70,11 +70,17 @@ _known_keys: set[str] = set()
 _known_lock = threading.Lock()
 
 
-def remember_key(value: object) -> None:
-    """Mask `value` (an API key a client was built with) in every message from now on."""
-    if isinstance(value, str) and len(value) >= _MIN_SECRET:
-        with _known_lock:
-            _known_keys.add(value)
+# The attributes where SDK clients keep their secrets: openai and anthropic `api_key`, anthropic
+# `auth_token` (a bearer token), AzureOpenAI `_azure_ad_token`.
+_CLIENT_SECRETS = ("api_key", "auth_token", "_azure_ad_token")
+
+
+def remember_keys(client: object) -> None:
+    """Mask the keys `client` (an SDK client a drafter is built on) holds in every message from
+    now on."""
+    found = (getattr(client, name, None) for name in _CLIENT_SECRETS)
+    with _known_lock:
+        _known_keys.update(v for v in found if isinstance(v, str) and len(v) >= _MIN_SECRET)
 
 
 def _secrets() -> list[str]:
@@ -96,7 +102,7 @@ def is_retryable_status(status: int | None) -> bool:
 
 def redact(text: str) -> str:
     """`text` with every known key value and anything shaped like a key masked, cut to a readable
-    length. Known keys: those of the SDK clients drafters were built with (`remember_key`) and the
+    length. Known keys: those of the SDK clients drafters were built with (`remember_keys`) and the
     values of environment variables named like secrets. Everything that leaves the library as
     text about a failure goes through here."""
     for secret in _secrets():

@@ -31,7 +31,7 @@ from providers.base import (
     FinishReason,
     Message,
 )
-from providers.errors import mapped_exceptions, remember_key, to_provider_error
+from providers.errors import mapped_exceptions, remember_keys, to_provider_error
 from providers.retry import without_sdk_retries
 
 __all__ = ["OpenAIChatDrafter", "OpenAICompletionsDrafter", "is_async_client"]
@@ -99,7 +99,7 @@ class _OpenAIDrafter:
         if clash:
             raise TypeError(f"set by the drafter, not by create kwargs: {', '.join(sorted(clash))}")
         self.is_async = is_async_client(client)
-        remember_key(getattr(client, "api_key", None))
+        remember_keys(client)
         self.client = without_sdk_retries(client)
         self.model = model
         self.create_kwargs = create_kwargs

@@ -129,6 +129,17 @@ def shown(error: ProviderError) -> list[str]:
     return texts + [r.error or "" for r in partial.trace.rounds]
 
 
+def test_an_anthropic_bearer_token_is_masked(
+    anthropic_server: MockServer, anthropic_client: Any
+) -> None:
+    token = "bearer-value-77a1c2"  # no known shape: masked because the client holds it
+    client = anthropic_client(api_key=None, auth_token=token)
+    anthropic_server.script(error(401, f"token {token} expired"))
+    with pytest.raises(ProviderError) as caught:
+        guide(AnthropicDrafter(client, "m"), "json", prompt="p", target=NoTarget())
+    assert not [text for text in shown(caught.value) if token in text]
+
+
 @pytest.mark.parametrize("status", [400, 401, 403])
 @pytest.mark.parametrize("kind", ["openai-chat", "anthropic"])
 def test_a_key_from_the_environment_is_masked_everywhere(
