@@ -36,7 +36,7 @@ import providers.retry
 RUNS = 20  # per provider and fault kind: 10 kinds, 200 runs per provider
 EXHAUST = 20  # mixed runs per provider with 2 attempts a round
 SEED = 10
-WORKERS = 4
+WORKERS = 8
 
 
 @pytest.fixture(scope="module")
