@@ -11,8 +11,9 @@ lint: setup
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy
 
+# Everything, models included (the daily `pytest` leaves out tests marked `model`).
 test: lint
-	.venv/bin/python -m pytest
+	.venv/bin/python -m pytest -m ""
 
 bench: setup
 	.venv/bin/python -m benchmarks

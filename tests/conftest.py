@@ -138,3 +138,15 @@ def anthropic_client(anthropic_server: MockServer) -> Iterator[_Clients]:
     clients = _Clients(make)
     yield clients
     _close_all(clients)
+
+
+# Tests that run a model (forward passes) carry the `model` marker, those on SmolLM2 also `e2e`:
+# the daily selection (`pytest`) leaves both out; `make test` runs everything.
+_MODEL_FIXTURES = frozenset({"smollm2", "target"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if _MODEL_FIXTURES & fixtures or item.get_closest_marker("e2e"):
+            item.add_marker(pytest.mark.model)

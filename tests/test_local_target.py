@@ -1,5 +1,7 @@
 """LocalTarget on tiny random-weight models over real tokenizers (GPT-2, SmolLM2, Mistral).
 
+pytestmark = pytest.mark.model  # tiny models on real tokenizers: forward passes
+
 Random weights write junk, which is the point: nearly every choice is refused by the grammar, so
 the masks, healing, forced bytes and rollbacks are all exercised. Properties checked:
 - every correction keeps the text a valid prefix; `complete` agrees with the grammar;

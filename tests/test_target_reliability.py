@@ -34,6 +34,8 @@ from backtrack.errors import TargetError
 from backtrack.grammar import Grammar
 from local_target import LocalTarget, Sampling, TargetSession
 
+pytestmark = pytest.mark.model  # tiny models on real tokenizers: forward passes
+
 JSON = Grammar.load("json")
 FELIX = "Write a JSON document about Felix the cat:"
 TOM = "Write a JSON document about Tom, a dog who likes long walks:"
