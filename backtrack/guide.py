@@ -31,6 +31,10 @@ if TYPE_CHECKING:
 _default_target: LocalTarget | None = None
 _default_lock = threading.Lock()
 
+# aguide checks a chunk in slices of this many characters and lets other tasks run between them:
+# checking costs microseconds a character, and a drafter may hand over megabytes at once.
+CHECK_SLICE = 1024
+
 
 def default_target() -> LocalTarget:
     """The shared LocalTarget.default(), loaded on first use."""
@@ -237,7 +241,7 @@ async def _adraft_round(loop: GuideLoop, drafter: Any, attempts: int, session: A
                 stream = await drafter.adraft(replace(loop.draft_request(), session=session))
                 try:
                     async for chunk in stream:
-                        if not loop.on_chunk(chunk, stripped=stream.stripped):
+                        if not await _afeed(loop, chunk, stream.stripped):
                             break
                 finally:
                     await stream.aclose()
@@ -247,3 +251,16 @@ async def _adraft_round(loop: GuideLoop, drafter: Any, attempts: int, session: A
             raise  # a ProviderError already: its own cause stays, it is not made its own
         raise error from exc
     _end_round(loop, stream, retries)
+
+
+async def _afeed(loop: GuideLoop, chunk: str, stripped: str) -> bool:
+    """`loop.on_chunk(chunk)`, a long chunk in slices with a turn for other tasks after each. Every
+    slice goes in even after one says stop, as the whole chunk would: the loop keeps the rest of
+    the chunk as rejected text."""
+    if len(chunk) <= CHECK_SLICE:
+        return loop.on_chunk(chunk, stripped=stripped)
+    more = True
+    for i in range(0, len(chunk), CHECK_SLICE):
+        more = loop.on_chunk(chunk[i : i + CHECK_SLICE], stripped=stripped) and more
+        await asyncio.sleep(0)
+    return more

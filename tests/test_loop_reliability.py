@@ -6,14 +6,16 @@ must not be used raises, so a test fails if the loop asks for a correction it sh
 
 from __future__ import annotations
 
+import asyncio
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 
-from backtrack import Grammar, GuideResult, ProviderError, guide
+from backtrack import Grammar, GuideResult, ProviderError, aguide, guide
 from backtrack.answer_start import MAX_LIVE, SLICE
+from backtrack.guide import CHECK_SLICE
 from backtrack.loop import MAX_CHARS_PER_TOKEN, GuideLoop, Settings
 from backtrack.prefix import Checker
 
@@ -99,6 +101,39 @@ def test_no_character_past_the_preamble_limit_is_searched(monkeypatch: pytest.Mo
     loop.draft_request()
     loop.on_chunk(prose)
     assert counted.chars <= (MAX_LIVE + SLICE + 2) * (2000 + SLICE) + len(prose)
+
+
+def long_doc(items: int) -> str:
+    return "[" + ", ".join(f'{{"id": {i}, "name": "item {i}"}}' for i in range(items)) + "]"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("preamble", ["", "Here is the list you asked for, in full. " * 600])
+async def test_a_huge_chunk_does_not_hold_the_event_loop(preamble: str) -> None:
+    """Checking is CPU work (a few microseconds a character): a drafter's megabyte chunk is
+    checked in slices, with other tasks running between them. Counted, not timed: a task that
+    only yields gets a turn after each slice."""
+    doc = long_doc(1500)  # 36 KB, and 25 KB of prose before it in one case
+    reply = preamble + doc
+
+    async def one_chunk(prompt: str, prefix: str) -> AsyncIterator[str]:
+        yield reply
+
+    turns, done = 0, False
+
+    async def other_task() -> None:
+        nonlocal turns
+        while not done:
+            turns += 1
+            await asyncio.sleep(0)
+
+    other = asyncio.create_task(other_task())
+    settings = {"max_draft_tokens": 10**5, "max_preamble_chars": len(reply) + 1}
+    result = await aguide(one_chunk, JSON, prompt="p", target=NoTarget(), **settings)  # type: ignore[arg-type]
+    done = True
+    await other
+    assert result.text.strip() == doc and dropped(result) + result.text == reply
+    assert turns >= len(reply) // CHECK_SLICE
 
 
 # -- item 12 (the loop's part): memory of a long draft -------------------------------------------
