@@ -19,6 +19,7 @@ from typing import Any
 
 from backtrack.guide import aguide, guide
 from backtrack.trace import GuideResult
+from providers.base import Message, check_prompt
 
 
 class _Proxy:
@@ -71,6 +72,29 @@ def _split(kwargs: dict[str, Any], defaults: dict[str, Any]) -> tuple[Any, dict[
     return kwargs.pop("grammar"), options
 
 
+def _required(kwargs: dict[str, Any], name: str) -> Any:
+    if name not in kwargs:
+        raise TypeError(f"create() needs {name}= (with grammar= as without)")
+    return kwargs.pop(name)
+
+
+def _messages(kwargs: dict[str, Any]) -> list[Message]:
+    """The call's `messages=`, checked before any request: a list of chat messages."""
+    messages = _required(kwargs, "messages")
+    problem = "" if isinstance(messages, (list, tuple)) else f"not {type(messages).__name__}"
+    if not problem:
+        try:
+            check_prompt(messages)
+        except TypeError as exc:
+            problem = str(exc)
+    if problem:
+        raise TypeError(
+            "messages= must be a list of chat messages (dicts with 'role' and 'content'): "
+            + problem
+        )
+    return list(messages)
+
+
 def _guided_create(client: Any, original: Any, setup: Any, respond: Any) -> Any:
     """`create` (or async `acreate`) that runs guide() when given `grammar=`, else `original`.
     `setup(kwargs)` gives (drafter, grammar, guide options); `respond(model, result)` the SDK
@@ -99,7 +123,7 @@ def _openai_create(client: Any, original: Any, defaults: dict[str, Any]) -> Any:
 
     def setup(kwargs: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
         grammar, options = _split(kwargs, defaults)
-        model, messages = kwargs.pop("model"), kwargs.pop("messages")
+        model, messages = _required(kwargs, "model"), _messages(kwargs)
         drafter = OpenAIChatDrafter(client, model, **kwargs)
         return drafter, grammar, dict(options, prompt=messages)
 
@@ -111,7 +135,7 @@ def _anthropic_create(client: Any, original: Any, defaults: dict[str, Any]) -> A
 
     def setup(kwargs: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
         grammar, options = _split(kwargs, defaults)
-        model, messages = kwargs.pop("model"), list(kwargs.pop("messages"))
+        model, messages = _required(kwargs, "model"), _messages(kwargs)
         if "system" in kwargs:
             messages.insert(0, {"role": "system", "content": kwargs.pop("system")})
         drafter = AnthropicDrafter(client, model, **kwargs)

@@ -77,3 +77,30 @@ async def test_async_clients(
 def test_wrap_refuses_other_objects():
     with pytest.raises(TypeError, match="OpenAI or Anthropic"):
         wrap(object())
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [None, "a bare string", [1], [{"content": "no role"}], ({"role": "user"},)],
+    ids=["none", "str", "int-item", "no-role", "no-content"],
+)
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_bad_messages_are_refused_before_any_request(
+    kind: str,
+    messages: Any,
+    openai_server: Any,
+    openai_client: Any,
+    anthropic_server: Any,
+    anthropic_client: Any,
+):
+    if kind == "openai":
+        server, client = openai_server, wrap(openai_client())
+        create = client.chat.completions.create
+    else:
+        server, client = anthropic_server, wrap(anthropic_client())
+        create = client.messages.create
+    with pytest.raises(TypeError, match="messages= must be a list of chat messages"):
+        create(model="m", max_tokens=8, messages=messages, grammar="json")
+    with pytest.raises(TypeError, match="create\\(\\) needs model="):
+        create(max_tokens=8, messages=MESSAGES, grammar="json")
+    assert server.exchanges == []
