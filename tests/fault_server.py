@@ -38,10 +38,11 @@ characters, JSON with `\\u` escapes or raw UTF-8, events split across HTTP chunk
 character), replies cut at `max_tokens` (4 characters a token) with finish reason "length", and on
 OpenAI chat (which gets the text so far in an instruction, providers.align) a reply that first
 repeats the committed text from one of its line starts, or all of it, or all of it after a code
-fence opening. The repeats are ones the Aligner's documented rule strips (at least MIN_REPEAT
-non-blank characters, from a line start to the end, unambiguous), and documents hold no line-start
-repeat that an exact continuation could be mistaken for (`line_repeat`): with both, a correct
-client reproduces every document exactly, and never needs a correction.
+fence opening (an Anthropic reply with nothing committed yet may open a fence too). The repeats
+are ones the Aligner's documented rule strips (at least MIN_REPEAT non-blank characters, from a
+line start to the end, unambiguous), and documents hold no line-start repeat that an exact
+continuation could be mistaken for (`line_repeat`): with both, a correct client reproduces every
+document exactly, and never needs a correction.
 """
 
 from __future__ import annotations
@@ -244,7 +245,7 @@ class Plan:
     chunk: int  # characters per text event
     ascii: bool  # JSON with \u escapes (else raw UTF-8)
     split_writes: bool  # each event in two HTTP chunks
-    repeat: Repeat  # OpenAI chat: what the reply repeats of the committed text first
+    repeat: Repeat  # what the reply writes before the continuation (see `_repeat`)
 
     @classmethod
     def draw(cls, key: str, number: int, faults: Sequence[str], rate: float) -> Plan:
@@ -284,7 +285,9 @@ class Request:
     committed: str | None  # None: the request did not show a committed text the server could read
     plan: Plan
     fault: str | None = None  # the fault injected (None also when the plan's could not apply)
-    repeated: int = 0  # characters of the committed text the reply repeated first (OpenAI chat)
+    # Characters the reply wrote before the continuation: a repeat of the committed text (OpenAI
+    # chat), a code fence opening (OpenAI chat, and Anthropic before anything is committed).
+    repeated: int = 0
     refused: str | None = None  # why it was answered with HTTP 400
 
 
@@ -305,7 +308,7 @@ class Record:
 
     @property
     def repeats(self) -> int:
-        """Replies that repeated committed text before continuing it."""
+        """Replies that wrote something before the continuation (a repeat, a fence opening)."""
         return sum(1 for r in self.requests if r.repeated)
 
     @property
@@ -590,7 +593,12 @@ def _respond(
     finish = "length" if len(rest) > limit else "stop"
     rest = rest[:limit]
     chat = path == "/v1/chat/completions"
-    repeated = _repeat(plan, committed, rest) if chat else ""
+    if chat:
+        repeated = _repeat(plan, committed, rest)
+    elif anthropic and not committed and plan.repeat == "fence":
+        repeated = "```json\n"  # no prefill yet: the answer may open a code fence
+    else:
+        repeated = ""
     request.repeated = len(repeated)
     reply = repeated + rest
     pieces = _pieces(reply, plan.chunk)
@@ -724,7 +732,7 @@ class _OpenAI:
 
 class _Anthropic:
     def __init__(self, body: dict[str, Any]) -> None:
-        self.message = {
+        self.message: dict[str, Any] = {
             "id": "msg_fault",
             "type": "message",
             "role": "assistant",
@@ -1074,7 +1082,7 @@ def judge(
             return outcome("altered", retries, f"result {text!r} != document {document!r}")
     elif not document.startswith(text):
         return outcome("altered", retries, f"partial {text!r} is not a prefix of {document!r}")
-    if not text.startswith(record.last_committed.rstrip()):
+    if not text.startswith(record.last_committed):
         return outcome(
             "lost", retries, f"committed {record.last_committed!r}, then only {text!r} kept"
         )
