@@ -29,6 +29,17 @@ class NoTarget:
         raise AssertionError("the local target was asked for a correction")
 
 
+def run_guide(asynchronous: bool, *args: Any, **kwargs: Any) -> GuideResult:
+    """guide(), or aguide() run to its end: the same checks hold for both."""
+    if asynchronous:
+        result: GuideResult = asyncio.run(aguide(*args, **kwargs))
+        return result
+    return guide(*args, **kwargs)
+
+
+both = pytest.mark.parametrize("asynchronous", [False, True], ids=["guide", "aguide"])
+
+
 def dropped(result: GuideResult) -> str:
     return "".join(s.text for s in result.trace.spans if s.origin == "dropped")
 
@@ -161,8 +172,9 @@ def test_a_long_valid_draft_costs_a_small_multiple_of_its_size() -> None:
 # -- item 14: bad arguments fail before any call ---------------------------------------------------
 
 
+@both
 @pytest.mark.parametrize("prompt", [None, 3, ["a", "b"], [{"content": "no role"}], b"bytes"])
-def test_a_bad_prompt_is_refused_before_any_call(prompt: Any) -> None:
+def test_a_bad_prompt_is_refused_before_any_call(prompt: Any, asynchronous: bool) -> None:
     calls: list[str] = []
 
     def draft(prompt: Any, prefix: str) -> str:
@@ -170,12 +182,15 @@ def test_a_bad_prompt_is_refused_before_any_call(prompt: Any) -> None:
         return "{}"
 
     with pytest.raises(TypeError, match="prompt"):
-        guide(draft, JSON, prompt=prompt, target=NoTarget())  # type: ignore[arg-type]
+        run_guide(asynchronous, draft, JSON, prompt=prompt, target=NoTarget())
     assert calls == []
 
 
+@both
 @pytest.mark.parametrize("attempts", [0, -1, 1.5, True])
-def test_max_attempts_must_be_a_whole_number_of_at_least_one(attempts: Any) -> None:
+def test_max_attempts_must_be_a_whole_number_of_at_least_one(
+    attempts: Any, asynchronous: bool
+) -> None:
     calls: list[str] = []
 
     def draft(prompt: str, prefix: str) -> str:
@@ -183,21 +198,22 @@ def test_max_attempts_must_be_a_whole_number_of_at_least_one(attempts: Any) -> N
         return "{}"
 
     with pytest.raises(ValueError, match="max_attempts"):
-        guide(draft, JSON, prompt="p", target=NoTarget(), max_attempts=attempts)  # type: ignore[arg-type]
+        run_guide(asynchronous, draft, JSON, prompt="p", target=NoTarget(), max_attempts=attempts)
     assert calls == []
 
 
 # -- item 15: an error is not its own cause ------------------------------------------------------
 
 
+@both
 @pytest.mark.parametrize("error", [ProviderError("down", retryable=False), KeyError("boom")])
-def test_the_raised_error_is_not_its_own_cause(error: Exception) -> None:
+def test_the_raised_error_is_not_its_own_cause(error: Exception, asynchronous: bool) -> None:
     def draft(prompt: str, prefix: str) -> Iterator[str]:
         yield '{"a": '
         raise error
 
     with pytest.raises(ProviderError) as caught:
-        guide(draft, JSON, prompt="p", target=NoTarget(), max_attempts=1)
+        run_guide(asynchronous, draft, JSON, prompt="p", target=NoTarget(), max_attempts=1)
     assert caught.value.__cause__ is not caught.value
     assert caught.value.partial.text == '{"a": '
     if not isinstance(error, ProviderError):
