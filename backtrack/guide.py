@@ -109,7 +109,11 @@ def guide(
     `generate_fn`: a callable `(prompt, prefix) -> str` (or `(text) -> str`, or a generator of
     chunks), or a Drafter from `providers`. `grammar`: a Grammar, a shipped name, Lark text, a
     JSON schema or a guidance grammar. `target`: the local model (default: SmolLM2-135M).
-    Further keyword arguments set budgets (see `backtrack.loop.Settings`).
+    `max_draft_tokens` bounds each draft round, for every drafter: API drafters ask for that many
+    tokens, and the loop reads at most `max_draft_tokens * MAX_CHARS_PER_TOKEN` (32) characters of
+    a round, then closes its stream and ends it as "length" (a function drafter counts no tokens,
+    and one that never ends would grow without bound); `max_rounds` bounds the rounds. Further
+    keyword arguments set budgets (see `backtrack.loop.Settings`).
     """
     drafter, loop, sampling = _setup(
         generate_fn,
