@@ -169,6 +169,8 @@ def _draft_round(loop: GuideLoop, drafter: Any, attempts: int, session: Any) -> 
                             break
                 finally:
                     stream.close()
+                if empty := loop.empty_reply(stream):
+                    raise empty
     except Exception as exc:
         error = _fail(loop, exc, retries)
         if error is exc:
@@ -249,6 +251,8 @@ async def _adraft_round(loop: GuideLoop, drafter: Any, attempts: int, session: A
                             break
                 finally:
                     await stream.aclose()
+                if empty := loop.empty_reply(stream):
+                    raise empty
     except Exception as exc:
         error = _fail(loop, exc, retries)
         if error is exc:

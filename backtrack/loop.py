@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal
 # A module, not a name: see the import in backtrack/guide.py.
 import providers.errors as provider_errors
 from backtrack.answer_start import AnswerStart
-from backtrack.errors import TargetError
+from backtrack.errors import ProviderError, TargetError
 from backtrack.prefix import append_piece
 from backtrack.trace import (
     GuideResult,
@@ -31,7 +31,7 @@ from backtrack.trace import (
     StopReason,
     Trace,
 )
-from providers.base import DraftRequest, Prompt
+from providers.base import AsyncDraftStream, DraftRequest, DraftStream, Prompt
 
 if TYPE_CHECKING:
     from backtrack.grammar import Grammar
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 Step = Literal["draft", "correct", "done"]
 
 _BLANKS_OR_END = frozenset(b" \t\r\n") | {256}
+_LETTERS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 _PRINTABLE = frozenset(range(0x20, 0x7F))
 # Where the grammar takes (nearly) any printable character next, the text is inside a free-text
 # lexeme (a string, a quoted name): a draft's rest appended there would be read as its content.
@@ -217,6 +218,24 @@ class GuideLoop:
         self._span(received[:start], "dropped")
         return self._take(draft, received[start:]) if received[start:] else True
 
+    def empty_reply(self, stream: DraftStream | AsyncDraftStream) -> ProviderError | None:
+        """The error for an API reply that ended with the provider's finish reason but without one
+        character while the text is not complete (a 200 reply with no content): a provider fault,
+        retried from the committed text like a dropped connection, not a drafter that has
+        finished. A drafter function that returns nothing has finished (`stream.finished` is the
+        provider's word, and only API streams carry it)."""
+        draft = self._draft
+        if draft is None or draft.read or draft.stripped or self.checker.complete:
+            return None
+        if not stream.finished or stream.finish_reason not in ("stop", "length"):
+            return None
+        return ProviderError(
+            f"the reply was empty (finish reason {stream.finish_reason!r}) while the text is "
+            "not complete",
+            retryable=True,
+            request_id=stream.request_id,
+        )
+
     def end_draft(
         self,
         *,
@@ -295,9 +314,13 @@ class GuideLoop:
 
     def _is_trailing(self, rest: str) -> bool:
         """At a complete point, is the rejected rest commentary rather than a slip? It is when the
-        grammar cannot go on at all or only with blanks, or the rest starts a new line or a code
-        fence."""
-        if self.checker.stopped or not rest.strip() or self.checker.next_bytes() <= _BLANKS_OR_END:
+        grammar cannot go on at all or only with blanks, when the rest is a word where no word may
+        follow (SQL after its ";" takes only blanks and comments), or the rest starts a new line or
+        a code fence."""
+        following = self.checker.next_bytes()
+        if self.checker.stopped or not rest.strip() or following <= _BLANKS_OR_END:
+            return True
+        if rest.lstrip()[:1].isalpha() and not following & _LETTERS:
             return True
         text = self.text
         tail = text[len(text.rstrip()) :]

@@ -2,11 +2,11 @@
 
 The local protocol servers (tests/servers.py) play an API that means to write one known document
 and continues it exactly from whatever the request says is committed. The real openai and
-anthropic SDKs talk to them. What may go wrong on the way is scripted: a stream that ends without a
-finish reason, a 200 reply with no choices, a malformed event mid-stream, a JSON body where a
-stream was asked for; astral characters arrive with their surrogate pairs split across events. A
-round that meets one of these is retried from the committed text, like a dropped connection, and
-the local target is never asked to invent what the API did not send.
+anthropic SDKs talk to them. What may go wrong on the way is scripted: a stream that ends without
+a finish reason, a 200 reply with no choices or no text, a malformed event mid-stream, a JSON body
+where a stream was asked for; astral characters arrive with their surrogate pairs split across
+events. A round that meets one of these is retried from the committed text, like a dropped
+connection, and the local target is never asked to invent what the API did not send.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ KINDS = ["openai-chat", "openai-completions", "anthropic"]
 FAULTS: dict[str, Callable[[str], Reply]] = {
     "no finish reason": lambda rest: text(rest[: len(rest) // 2], unfinished=True),
     "no choices": lambda rest: text(rest, no_choices=True),
+    "empty reply, finished": lambda rest: text(""),
     "malformed event": lambda rest: text(rest, malformed_after=2),
     "JSON body, no stream": lambda rest: text(rest, json_reply=True),
 }
