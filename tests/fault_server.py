@@ -984,18 +984,18 @@ class Outcome:
     repeats: int = 0  # replies that repeated committed text first
 
 
-def _client(provider: str, asynchronous: bool, url: str) -> Any:
+def _client(provider: str, asynchronous: bool, url: str, timeout: float = TIMEOUT) -> Any:
     """A real SDK client on the fault server, with the SDK's default retries left on (the
     drafters must turn them off for themselves, or requests go uncounted)."""
     if provider == "anthropic":
         import anthropic
 
         cls: Any = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
-        return cls(base_url=url, api_key=API_KEY, timeout=TIMEOUT)
+        return cls(base_url=url, api_key=API_KEY, timeout=timeout)
     import openai
 
     cls = openai.AsyncOpenAI if asynchronous else openai.OpenAI
-    return cls(base_url=f"{url}/v1", api_key=API_KEY, timeout=TIMEOUT)
+    return cls(base_url=f"{url}/v1", api_key=API_KEY, timeout=timeout)
 
 
 def _grammar(document: Document) -> Any:
@@ -1139,9 +1139,11 @@ async def _run_async(run: Run, client: Any, server: FaultServer) -> Outcome:
     return judge(run, record, result=result, reasons=reasons)
 
 
-async def _run_all_async(runs: list[Run], server: FaultServer, workers: int) -> list[Outcome]:
+async def _run_all_async(
+    runs: list[Run], server: FaultServer, workers: int, timeout: float
+) -> list[Outcome]:
     limit = asyncio.Semaphore(workers)
-    clients = {p: _client(p, True, server.url) for p in {r.provider for r in runs}}
+    clients = {p: _client(p, True, server.url, timeout) for p in {r.provider for r in runs}}
 
     async def one(run: Run) -> Outcome:
         async with limit:
@@ -1154,12 +1156,16 @@ async def _run_all_async(runs: list[Run], server: FaultServer, workers: int) -> 
             await client.close()
 
 
-def run_all(runs: Sequence[Run], server: FaultServer, *, workers: int = 8) -> list[Outcome]:
+def run_all(
+    runs: Sequence[Run], server: FaultServer, *, workers: int = 8, timeout: float = TIMEOUT
+) -> list[Outcome]:
     """Run every run (sync ones on `workers` threads, async ones as as many concurrent tasks),
-    each judged; in the order given. The retry backoff must be zero meanwhile (`zero_backoff`)."""
+    each judged; in the order given. The retry backoff must be zero meanwhile (`zero_backoff`).
+    `timeout` is the clients' (a stall outlasts the default; under heavy load, so may a request
+    the server has not accepted yet, which it cannot count)."""
     sync = [r for r in runs if not r.asynchronous]
     outcomes: dict[Run, Outcome] = {}
-    clients = {p: _client(p, False, server.url) for p in {r.provider for r in sync}}
+    clients = {p: _client(p, False, server.url, timeout) for p in {r.provider for r in sync}}
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             done = pool.map(lambda r: _run_sync(r, clients[r.provider], server), sync)
@@ -1169,7 +1175,7 @@ def run_all(runs: Sequence[Run], server: FaultServer, *, workers: int = 8) -> li
             client.close()
     asynchronous = [r for r in runs if r.asynchronous]
     if asynchronous:
-        done_async = asyncio.run(_run_all_async(asynchronous, server, workers))
+        done_async = asyncio.run(_run_all_async(asynchronous, server, workers, timeout))
         outcomes.update(zip(asynchronous, done_async, strict=True))
     return [outcomes[r] for r in runs]
 

@@ -77,3 +77,22 @@ def test_exhausted_attempts_raise_with_the_exact_partial(
     outcomes = run_all(runs, server, workers=WORKERS)
     check(outcomes)
     assert any(o.status == "typed" for o in outcomes)  # the typed-error path was taken
+
+
+def test_256_concurrent_aguide_runs_each_get_their_own_document(server: FaultServer) -> None:
+    """256 async runs at once (drafters and wrap(), every provider, mixed faults) on one event
+    loop and one server: each ends with its own exact document, no text of one in another. The
+    clients wait 30 s (at 0.5 s, requests queued behind 255 others time out before the server
+    accepts them, so it cannot count them); a stall then ends as a dropped connection."""
+    per_provider = 86
+    runs = [
+        run
+        for provider in PROVIDERS
+        for run in [
+            r for r in runs_for(provider, MIXED, 4 * per_provider, seed=SEED + 1) if r.asynchronous
+        ][:per_provider]
+    ]
+    assert len(runs) >= 256
+    outcomes = run_all(runs, server, workers=len(runs), timeout=30.0)
+    check(outcomes)
+    assert sum(o.status == "exact" for o in outcomes) >= 250
