@@ -112,4 +112,9 @@ class ProviderError(BacktrackError):
 
 
 class TargetError(BacktrackError):
-    """The local target model failed or was used wrongly."""
+    """The local target model failed or was used wrongly. When it ends a guided generation,
+    `partial` is the GuideResult of the work committed before it (else None)."""
+
+    def __init__(self, message: str, *, partial: Any = None) -> None:
+        self.partial = partial
+        super().__init__(message)

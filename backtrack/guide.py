@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 # runs backtrack/__init__, which comes back here before that module has defined anything.
 import providers.errors as provider_errors
 import providers.retry as retry_policy
-from backtrack.errors import ProviderError
+from backtrack.errors import ProviderError, TargetError
 from backtrack.grammar import Grammar
 from backtrack.loop import GuideLoop, Settings
 from backtrack.trace import GuideResult
@@ -132,11 +132,15 @@ def guide(
         if loop.step() == "done":
             break
         session = session or (target or default_target()).session(prompt)
-        loop.apply_correction(
-            session.correct(
-                text, loop.grammar, max_tokens=max_tokens, until=until, sampling=sampling
+        try:
+            loop.apply_correction(
+                session.correct(
+                    text, loop.grammar, max_tokens=max_tokens, until=until, sampling=sampling
+                )
             )
-        )
+        except TargetError as exc:
+            loop.target_failed(exc)  # the partial result rides on the error
+            raise
     return loop.result()
 
 
@@ -225,12 +229,15 @@ async def aguide(
                 sampling=sampling,
                 cancel=cancel,
             )
+            loop.apply_correction(correction)
         except asyncio.CancelledError:
             # The worker thread cannot be cancelled: stop it before its next forward pass, or it
             # writes the rest of the correction on the shared target for nobody.
             cancel.set()
             raise
-        loop.apply_correction(correction)
+        except TargetError as exc:
+            loop.target_failed(exc)  # the partial result rides on the error
+            raise
     return loop.result()
 
 

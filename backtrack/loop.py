@@ -371,6 +371,21 @@ class GuideLoop:
         else:
             self._next = "draft"
 
+    def target_failed(self, error: TargetError) -> None:
+        """The target failed for good (a context too short for the text, a model error): what was
+        committed stays, the run ends, and the error carries the partial result."""
+        self.rounds.append(
+            Round(
+                index=len(self.rounds),
+                kind="completion" if self._completing else "correction",
+                ended="error",
+                seconds=0.0,
+                error=provider_errors.redact(str(error)),
+            )
+        )
+        self.stop_reason = "error"
+        error.partial = self.result()
+
     def _reuse_rest(self) -> str:
         rest, self._rest = self._rest, ""
         if not rest:

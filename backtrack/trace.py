@@ -24,7 +24,7 @@ RoundEnd = Literal[
     "cut",  # the draft hit a byte the grammar cannot take
     "drafter_ended",  # the drafter finished on its own
     "trailing",  # the rest of a complete answer was prose or a fence: dropped
-    "error",  # the provider failed (see `error`)
+    "error",  # the provider or the target failed (see `error`)
     "target_stopped",  # a correction round ended (see the target's stop reason)
 ]
 StopReason = Literal[
@@ -33,7 +33,7 @@ StopReason = Literal[
     "target_completed",  # the correction budget ran out; the target finished the text
     "max_corrections",  # the budget ran out and the caller opted out of completion
     "incomplete",  # the target could not finish within its token budget
-    "error",  # a provider error ended the run (the partial result rides on the error)
+    "error",  # a provider or target error ended the run (the partial result rides on it)
 ]
 
 

@@ -1,4 +1,4 @@
-"""Hostile inputs to guide(): each bounded in work and memory, none needing the local model.
+"""Hostile inputs to guide(): each bounded in work and memory; only the last needs the local model.
 
 Drafters here are plain functions that replay fixed text; none reads the grammar. A target that
 must not be used raises, so a test fails if the loop asks for a correction it should not need.
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from backtrack import Grammar, GuideResult, ProviderError, aguide, guide
+from backtrack import Grammar, GuideResult, ProviderError, TargetError, aguide, guide
 from backtrack.answer_start import MAX_LIVE, SLICE
 from backtrack.guide import CHECK_SLICE
 from backtrack.loop import MAX_CHARS_PER_TOKEN, GuideLoop, Settings
@@ -261,3 +261,26 @@ def test_a_key_in_a_function_drafters_error_is_masked_everywhere(
     for text in shown:
         assert key not in text
     assert "***" in str(caught.value)
+
+
+@both
+def test_a_target_error_ends_the_run_with_the_committed_text(
+    asynchronous: bool, target: Any
+) -> None:
+    """A correction the target cannot make (here the committed text alone outgrows SmolLM2's
+    context of 8,192 tokens) raises TargetError carrying the partial result: nothing committed
+    is lost."""
+    committed = "[" + "1, " * 6000 + "1"
+    draft = committed + "}"
+
+    def drafter(prompt: Any, prefix: str) -> Iterator[str]:
+        yield draft[len(prefix) :]
+
+    with pytest.raises(TargetError, match="context") as info:
+        run_guide(asynchronous, drafter, JSON, prompt="numbers", target=target)
+    partial = info.value.partial
+    assert isinstance(partial, GuideResult)
+    assert (partial.text, partial.stop_reason, partial.valid) == (committed, "error", False)
+    last = partial.trace.rounds[-1]
+    assert (last.kind, last.ended) == ("correction", "error")
+    assert last.error is not None and "context" in last.error
