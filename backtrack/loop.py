@@ -229,9 +229,14 @@ class GuideLoop:
             return None
         if not stream.finished or stream.finish_reason not in ("stop", "length"):
             return None
+        if stream.finish_reason == "length":  # the same request would spend its budget again
+            return ProviderError(
+                "the reply spent its whole token budget without writing text (a reasoning model "
+                "thinks within it): raise max_draft_tokens",
+                request_id=stream.request_id,
+            )
         return ProviderError(
-            f"the reply was empty (finish reason {stream.finish_reason!r}) while the text is "
-            "not complete",
+            "the reply was empty while the text is not complete",
             retryable=True,
             request_id=stream.request_id,
         )

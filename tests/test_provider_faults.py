@@ -217,6 +217,24 @@ def test_a_fault_is_retried_from_the_committed_text(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_reply_that_spends_its_budget_without_text_is_not_retried(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    """A reasoning model can spend max_tokens thinking and send no text: the same request would
+    again, so the run stops at once with a clear error and the committed text."""
+    doc = DOCS[0]
+    half = len(doc) // 2
+    replies = iter([text(doc[:half], finish_reason="length"), text("", finish_reason="length")])
+    server = server_of(kind, request)
+    server.responder = lambda body: next(replies)
+    with pytest.raises(ProviderError, match="raise max_draft_tokens") as info:
+        run(kind, request, asynchronous=False)
+    assert not info.value.retryable
+    assert info.value.partial.text == doc[:half]
+    assert len(server.exchanges) == 2
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_surrogate_pair_split_across_events_is_joined(
     kind: str, request: pytest.FixtureRequest
 ) -> None:
