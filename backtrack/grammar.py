@@ -1,15 +1,18 @@
 """Grammar: one llguidance grammar, used for every check and every mask.
 
 Built from Lark text, a file, a shipped name, a JSON schema, a regex, or a guidance grammar object.
-It is compiled and validated when built: a grammar the engine cannot take raises GrammarError with
-line and column, never a silent fallback. The `lark` library is used only for parse trees.
+It is measured against its GrammarLimits, then compiled, when built: a grammar the engine cannot
+take, or one that no text completes, raises GrammarError (with line and column where there is one),
+never a crash or a silent fallback. The `lark` library is used only for parse trees.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,7 +20,10 @@ import llguidance
 
 import grammars as shipped
 from backtrack.errors import GrammarError, TextError
+from backtrack.grammar_checks import GrammarLimits, check_lark, check_schema, check_size
 from backtrack.prefix import Checker, PrefixCheck, as_text, byte_tokenizer, check
+
+__all__ = ["Grammar", "GrammarLimits"]
 
 Kind = Literal["lark", "json_schema", "regex", "guidance"]
 
@@ -25,11 +31,24 @@ Kind = Literal["lark", "json_schema", "regex", "guidance"]
 _POSITION = re.compile(r"^(?:at )?(\d+)\((\d+)\):\s*(.*)$")
 # Directives only llguidance reads; they are removed before the text goes to the lark library.
 _LLGUIDANCE_ONLY = re.compile(r"^\s*%llguidance\b.*$", re.MULTILINE)
+# A string given where a grammar is expected that reads as a name, not as Lark text.
+_NAME_LIKE = re.compile(r"\s*[A-Za-z_][\w.-]*\s*")
+# llguidance numbers symbols with 16 bits and asserts when a grammar has more.
+_TOO_MANY_SYMBOLS = "grammar.symbols.len() < u16::MAX"
+# The engine compiles rules recursively; compiling on a thread with this stack keeps the depth it
+# can take (GrammarLimits.max_depth) independent of the caller's thread.
+_COMPILE_STACK = 64 << 20
+_compile_lock = threading.Lock()
 
 
 def _grammar_error(message: str, source: str | None) -> GrammarError:
     """GrammarError from an llguidance message. Positions are kept only when `source` is the text
     they refer to (Lark text the user wrote); the reason on an `error: ` line is appended."""
+    if _TOO_MANY_SYMBOLS in message:
+        return GrammarError(
+            "the grammar has more than 65,525 symbols (rules, terminals and the parts of their "
+            "alternatives), the most llguidance can number"
+        )
     first, _, rest = message.strip().partition("\n")
     reason = next((ln.strip() for ln in rest.splitlines() if ln.strip().startswith("error: ")), "")
     found = _POSITION.match(first)
@@ -41,25 +60,68 @@ def _grammar_error(message: str, source: str | None) -> GrammarError:
     return GrammarError(what)
 
 
+def _compile(
+    tokenizer: llguidance.LLTokenizer, ll_grammar: str, limits: llguidance.LLParserLimits
+) -> llguidance.LLMatcher:
+    """A new matcher, compiled on a thread with a 64 MiB stack (the engine recurses once per rule
+    level, about 3 KB a level; a caller's thread may have as little as 512 KB)."""
+    built: list[llguidance.LLMatcher] = []
+
+    def run() -> None:
+        built.append(llguidance.LLMatcher(tokenizer, ll_grammar, log_level=0, limits=limits))
+
+    with _compile_lock:  # the stack size is process-wide: set it for this thread only
+        previous = threading.stack_size(_COMPILE_STACK)
+        try:
+            worker = threading.Thread(target=run, name="backtrack-compile", daemon=True)
+            worker.start()
+        finally:
+            threading.stack_size(previous)
+    worker.join()
+    return built[0]
+
+
+def _suggest(name: str) -> GrammarError:
+    """The error for a name that is not a shipped grammar, with the closest one when there is."""
+    close = difflib.get_close_matches(name, shipped.names(), n=1)
+    if close:
+        return GrammarError(f"no shipped grammar {name!r}; did you mean {close[0]!r}?")
+    return GrammarError(f"no shipped grammar {name!r} (known: {', '.join(shipped.names())})")
+
+
 class Grammar:
     """A compiled grammar. Cheap to share: matchers are copied from one pristine matcher per
-    tokenizer, built on first use."""
+    tokenizer (the one over bytes is built with the grammar, others on first use).
 
-    def __init__(self, ll_grammar: str, *, kind: Kind, source: str, name: str | None = None):
+    `limits` bound what the grammar may cost (GrammarLimits); checks run under a work budget of
+    `limits.row_items` Earley items per text position beyond the grammar's own size.
+    """
+
+    def __init__(
+        self,
+        ll_grammar: str,
+        *,
+        kind: Kind,
+        source: str,
+        name: str | None = None,
+        limits: GrammarLimits | None = None,
+        warnings: tuple[str, ...] = (),
+    ):
         self.kind: Kind = kind
         self.source = source
         self.name = name
         self.ll_grammar = ll_grammar
-        failed, messages = llguidance.LLMatcher.validate_grammar_with_warnings(
-            ll_grammar, byte_tokenizer()
+        self.limits = limits or GrammarLimits()
+        self._parser_limits = llguidance.LLParserLimits(
+            max_items_in_row=self.limits.row_items + len(ll_grammar)
         )
-        if failed:
-            raise _grammar_error(messages[0], source if kind == "lark" else None)
-        self.warnings: tuple[str, ...] = tuple(messages)
         self._lock = threading.Lock()
         # keyed by id(tokenizer); the tokenizer is kept alive beside its matcher (few exist)
         self._pristine: dict[int, tuple[llguidance.LLTokenizer, llguidance.LLMatcher]] = {}
         self._lark: Any = None
+        # Compiled now, so that a grammar the engine refuses fails here, not at its first check.
+        pristine = self._pristine_for(byte_tokenizer())
+        self.warnings: tuple[str, ...] = (*pristine.get_grammar_warnings(), *warnings)
 
     def __repr__(self) -> str:
         label = self.name or self.source[:40]
@@ -68,119 +130,172 @@ class Grammar:
     # -- constructors ---------------------------------------------------------------------------
 
     @classmethod
-    def from_lark(cls, text: str, *, name: str | None = None) -> Grammar:
+    def from_lark(
+        cls, text: str, *, name: str | None = None, limits: GrammarLimits | None = None
+    ) -> Grammar:
         """A grammar in llguidance's Lark dialect (see the README for how it differs from lark)."""
         if not isinstance(text, str):
             raise TypeError(f"Lark grammar text must be str, not {type(text).__name__}")
         if not text.strip():
             raise GrammarError("empty grammar")
+        limits = limits or GrammarLimits()
+        check_size("the grammar", len(text.encode("utf-8", "surrogatepass")), limits)
+        warnings = check_lark(text, limits)
         return cls(
-            llguidance.LLMatcher.grammar_from_lark(text), kind="lark", source=text, name=name
+            llguidance.LLMatcher.grammar_from_lark(text),
+            kind="lark",
+            source=text,
+            name=name,
+            limits=limits,
+            warnings=warnings,
         )
 
     @classmethod
-    def from_file(cls, path: str | Path) -> Grammar:
+    def from_file(cls, path: str | Path, *, limits: GrammarLimits | None = None) -> Grammar:
         """A Lark grammar read from a file."""
         path = Path(path)
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise GrammarError(f"cannot read grammar file {str(path)!r}: {exc.strerror}") from exc
-        return cls.from_lark(text, name=path.stem)
+        return cls.from_lark(text, name=path.stem, limits=limits)
 
     @classmethod
-    def load(cls, name: str, **params: int) -> Grammar:
+    def load(cls, name: str, *, limits: GrammarLimits | None = None, **params: int) -> Grammar:
         """A shipped grammar by name (`backtrack grammars` lists them); some take parameters."""
         try:
             text = shipped.source(name, **params)
         except KeyError:
-            known = ", ".join(shipped.names())
-            raise GrammarError(f"no shipped grammar named {name!r} (known: {known})") from None
+            raise _suggest(name) from None
         except (TypeError, ValueError) as exc:
             raise GrammarError(f"grammar {name!r}: {exc}") from exc
-        return cls.from_lark(text, name=name)
+        return cls.from_lark(text, name=name, limits=limits)
 
     @classmethod
-    def from_json_schema(cls, schema: dict[str, Any] | str | type) -> Grammar:
+    def from_json_schema(
+        cls, schema: dict[str, Any] | str | type, *, limits: GrammarLimits | None = None
+    ) -> Grammar:
         """A JSON schema, as a dict, a JSON string, or a pydantic model class."""
+        limits = limits or GrammarLimits()
         if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
             schema = schema.model_json_schema()
         if isinstance(schema, str):
+            check_size("the JSON schema", len(schema.encode("utf-8", "surrogatepass")), limits)
             try:
                 schema = json.loads(schema)
             except json.JSONDecodeError as exc:
                 raise GrammarError(
                     f"JSON schema is not valid JSON: {exc.msg}", line=exc.lineno, column=exc.colno
                 ) from exc
+            except RecursionError:
+                raise GrammarError("the JSON schema is nested too deeply to read") from None
         if not isinstance(schema, dict):
             raise GrammarError(f"a JSON schema must be an object, not {type(schema).__name__}")
-        text = json.dumps(schema, sort_keys=True)
+        check_schema(schema, limits)
+        # Key order is kept: the engine takes an object's properties in the order they are listed.
+        text = json.dumps(schema)
+        check_size("the JSON schema", len(text.encode("utf-8", "surrogatepass")), limits)
         try:
-            ll = llguidance.LLMatcher.grammar_from_json_schema(schema)
+            ll = llguidance.LLMatcher.grammar_from_json_schema(text)
         except ValueError as exc:
             raise GrammarError(f"invalid JSON schema: {exc}") from exc
-        return cls(ll, kind="json_schema", source=text)
+        return cls(ll, kind="json_schema", source=text, limits=limits)
 
     @classmethod
-    def from_regex(cls, pattern: str) -> Grammar:
+    def from_regex(cls, pattern: str, *, limits: GrammarLimits | None = None) -> Grammar:
         """A regular expression (Rust `regex` syntax: no lookaround, no backreferences)."""
         if not isinstance(pattern, str):
             raise TypeError(f"a regex must be str, not {type(pattern).__name__}")
-        return cls(llguidance.LLMatcher.grammar_from_regex(pattern), kind="regex", source=pattern)
+        limits = limits or GrammarLimits()
+        check_size("the regex", len(pattern.encode("utf-8", "surrogatepass")), limits)
+        return cls(
+            llguidance.LLMatcher.grammar_from_regex(pattern),
+            kind="regex",
+            source=pattern,
+            limits=limits,
+        )
 
     @classmethod
-    def from_guidance(cls, node: Any) -> Grammar:
+    def from_guidance(cls, node: Any, *, limits: GrammarLimits | None = None) -> Grammar:
         """A guidance grammar object: `guidance.json(...)`, `select([...])`, `gen(regex=...)`..."""
         to_ll = getattr(node, "ll_grammar", None)
         if to_ll is None:
             raise GrammarError(f"not a guidance grammar object: {type(node).__name__}")
         ll_grammar = to_ll()
-        return cls(ll_grammar, kind="guidance", source=ll_grammar)
+        limits = limits or GrammarLimits()
+        check_size("the guidance grammar", len(ll_grammar.encode("utf-8")), limits)
+        return cls(ll_grammar, kind="guidance", source=ll_grammar, limits=limits)
 
     @classmethod
-    def coerce(cls, spec: Any) -> Grammar:
+    def coerce(cls, spec: Any, *, limits: GrammarLimits | None = None) -> Grammar:
         """What `guide()` accepts: a Grammar, a shipped name, Lark text, a JSON schema (dict or
-        pydantic class), or a guidance grammar object."""
+        pydantic class), or a guidance grammar object. A single word that is not a shipped name
+        is taken for a mistyped one (no Lark grammar is one word)."""
         if isinstance(spec, Grammar):
             return spec
         if isinstance(spec, str):
-            return cls.load(spec) if spec in shipped.names() else cls.from_lark(spec)
+            if spec in shipped.names():
+                return cls.load(spec, limits=limits)
+            if _NAME_LIKE.fullmatch(spec):
+                raise _suggest(spec.strip())
+            return cls.from_lark(spec, limits=limits)
         if isinstance(spec, dict) or (
             isinstance(spec, type) and hasattr(spec, "model_json_schema")
         ):
-            return cls.from_json_schema(spec)
+            return cls.from_json_schema(spec, limits=limits)
         if hasattr(spec, "ll_grammar"):
-            return cls.from_guidance(spec)
+            return cls.from_guidance(spec, limits=limits)
         raise GrammarError(f"cannot make a grammar from {type(spec).__name__}")
 
     # -- matchers -------------------------------------------------------------------------------
 
     def matcher(self, tokenizer: llguidance.LLTokenizer | None = None) -> llguidance.LLMatcher:
         """A fresh matcher at the start of the grammar, over `tokenizer` (default: bytes)."""
-        tokenizer = tokenizer or byte_tokenizer()
+        copy: llguidance.LLMatcher = self._pristine_for(tokenizer or byte_tokenizer()).deep_copy()
+        return copy
+
+    def _pristine_for(self, tokenizer: llguidance.LLTokenizer) -> llguidance.LLMatcher:
         with self._lock:
             entry = self._pristine.get(id(tokenizer))
             if entry is None:
-                pristine = llguidance.LLMatcher(tokenizer, self.ll_grammar, log_level=0)
+                pristine = _compile(tokenizer, self.ll_grammar, self._parser_limits)
                 if pristine.is_error():
-                    raise _grammar_error(pristine.get_error(), self.source)
+                    raise _grammar_error(
+                        pristine.get_error(), self.source if self.kind == "lark" else None
+                    )
                 entry = self._pristine[id(tokenizer)] = (tokenizer, pristine)
-            pristine = entry[1]
-        copy: llguidance.LLMatcher = pristine.deep_copy()
-        return copy
+            return entry[1]
+
+    def _renewer(self, tokenizer: llguidance.LLTokenizer) -> Callable[[], llguidance.LLMatcher]:
+        """A function that compiles the pristine matcher anew, for when its lexer (which every copy
+        shares) reached its limit of states: without it, every later check would fail too."""
+
+        def renew() -> llguidance.LLMatcher:
+            with self._lock:
+                self._pristine.pop(id(tokenizer), None)
+            return self._pristine_for(tokenizer)
+
+        return renew
 
     # -- checks ---------------------------------------------------------------------------------
 
     def check(self, text: str | bytes) -> PrefixCheck:
-        """The longest prefix of `text` that the grammar can continue (bytes must be UTF-8)."""
-        return check(self.matcher(), text)
+        """The longest prefix of `text` that the grammar can continue (bytes must be UTF-8).
+        Raises TextError where checking further would pass the work budget (see `prefix`)."""
+        tokenizer = byte_tokenizer()
+        return check(self._pristine_for(tokenizer), text, renew=self._renewer(tokenizer))
 
     def checker(self) -> Checker:
         """An incremental check for text that arrives in pieces."""
-        return Checker(self.matcher())
+        tokenizer = byte_tokenizer()
+        return Checker(self._pristine_for(tokenizer), renew=self._renewer(tokenizer))
 
     def matches(self, text: str | bytes) -> bool:
-        """`text` is a whole sentence of the grammar."""
+        """`text` is a whole sentence of the grammar (False for bytes that are not UTF-8)."""
+        try:
+            text = as_text(text)
+        except TextError:
+            return False
         result = self.check(text)
         return result.valid and result.complete
 

@@ -1,13 +1,24 @@
 """Longest valid prefix of a text under a grammar, checked byte by byte with llguidance.
 
-The matcher here runs over a 256-entry byte vocabulary (plus EOS), so a check costs time linear in
-the bytes and never depends on any model's tokenizer. A cut never lands inside a multi-byte
-character: when the grammar accepts only the first bytes of a character, the cut goes before it.
+The matcher here runs over a 256-entry byte vocabulary (plus EOS), so a check never depends on any
+model's tokenizer. A cut never lands inside a multi-byte character: when the grammar accepts only
+the first bytes of a character, the cut goes before it.
+
+Cost: an Earley parser does work per byte in proportion to the items it holds at that position.
+For an unambiguous grammar (and a lightly ambiguous one) that stays below a bound set by the
+grammar, so a check costs time linear in the bytes. For an ambiguous or right-recursive grammar it
+grows with the text, and the work per byte with it (cubically for `e: e "+" e | ...`). Every byte
+is therefore committed to the engine under a budget of items per position (the grammar's
+`max_items_in_row`, see GrammarLimits.row_items); where a position would need more, or the engine
+reaches another of its limits, the check stops with TextError at that character, never with a
+wrong cut and never after unbounded work.
 """
 
 from __future__ import annotations
 
 import functools
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -171,30 +182,21 @@ class PrefixCheck:
     """The longest prefix of `text` that some sentence of the grammar starts with.
 
     `chars` and `bytes` are the prefix's length in characters and in UTF-8 bytes. `complete` says
-    whether the prefix is itself a full sentence; `expected` what could come next at the cut.
-    Both are computed on first access (they need the parser state at the cut).
+    whether the prefix is itself a full sentence; `expected` (computed on first access) what could
+    come next at the cut.
     """
 
     text: str
     prefix: str
     chars: int
     bytes: int
-    _matcher: Any = field(repr=False, compare=False)
+    complete: bool
+    _state: Any = field(repr=False, compare=False)  # the matcher after `prefix`; never advanced
 
     @property
     def valid(self) -> bool:
         """The whole text is a valid prefix (nothing was cut)."""
         return self.chars == len(self.text)
-
-    @functools.cached_property
-    def _state(self) -> llguidance.LLMatcher:
-        m: llguidance.LLMatcher = self._matcher.deep_copy()
-        m.consume_tokens(list(self.prefix.encode("utf-8")))
-        return m
-
-    @functools.cached_property
-    def complete(self) -> bool:
-        return bool(self._state.is_accepting())
 
     @functools.cached_property
     def expected(self) -> tuple[str, ...]:
@@ -215,24 +217,73 @@ class PrefixCheck:
         )
 
 
-def check(pristine: llguidance.LLMatcher, text: str | bytes) -> PrefixCheck:
-    """One pass of the byte matcher over `text` (copied from `pristine`, left untouched)."""
+def check(
+    pristine: llguidance.LLMatcher,
+    text: str | bytes,
+    *,
+    renew: Callable[[], llguidance.LLMatcher] | None = None,
+) -> PrefixCheck:
+    """One pass of the byte matcher over `text` (copied from `pristine`, left untouched); `renew`
+    as for Checker. Raises TextError where the engine stops at a limit."""
     text = as_text(text)
-    data = text.encode("utf-8")
-    matcher = pristine.deep_copy()
-    n = char_aligned(data, matcher.validate_tokens(list(data)))
-    prefix = data[:n].decode("utf-8")
-    return PrefixCheck(text, prefix, len(prefix), n, pristine)
+    checker = Checker(pristine, renew=renew)
+    checker.feed(text)
+    return PrefixCheck(
+        text, checker.text, checker.chars, checker.bytes, checker.complete, checker._matcher
+    )
+
+
+# Bytes checked speculatively before they are committed to the engine (see Checker._advance).
+_PIECE = 256
+# The engine's errors when it stops at one of its limits (llguidance 1.5.0, first line).
+_ROW_LIMIT = re.compile(r"Current row has \d+ items; max is (\d+)")
+_LEXER_LIMIT = "lexer error"
+
+
+def _at_limit(error: str) -> bool:
+    first = error.partition("\n")[0]
+    return bool(_ROW_LIMIT.search(first)) or first.startswith(_LEXER_LIMIT)
+
+
+def _limit_reason(error: str) -> str:
+    """What stopped the engine, readable (from the first line of its error: the rest is the
+    parser's state and the whole grammar)."""
+    first = error.partition("\n")[0]
+    row = _ROW_LIMIT.search(first)
+    if row:
+        return (
+            "the grammar is too ambiguous to check further in bounded work: this position needs "
+            f"more than {row[1]} Earley items (GrammarLimits.row_items plus the grammar's size; "
+            "raise it, or make the grammar unambiguous, or left- rather than right-recursive)"
+        )
+    if first.startswith(_LEXER_LIMIT):
+        return (
+            f"the grammar's lexer reached its limit ({first}): a regex with a large repeat count "
+            "needs a new state for each byte it reads"
+        )
+    return f"the engine stopped: {first or 'no reason given'}"
 
 
 class Checker:
     """An incremental check: feed text as it streams in; each feed costs time in its own bytes.
 
     Invariant: the matcher has consumed exactly the UTF-8 bytes of `text`. Once a feed is cut,
-    `cut` is True and later feeds accept nothing until `rollback`.
+    `cut` is True and later feeds accept nothing until `rollback`. A feed that reaches one of the
+    engine's limits raises TextError and takes nothing, so the invariant holds after it too.
+
+    `renew`, when given, compiles the pristine matcher anew: every copy of a matcher shares one
+    lexer, so once its states run out, checks on any copy fail; the checker then replays its text on
+    the new one and tries once more.
     """
 
-    def __init__(self, pristine: llguidance.LLMatcher) -> None:
+    def __init__(
+        self,
+        pristine: llguidance.LLMatcher,
+        *,
+        renew: Callable[[], llguidance.LLMatcher] | None = None,
+    ) -> None:
+        self._pristine = pristine
+        self._renew = renew
         self._matcher = pristine.deep_copy()
         self._parts: list[str] = []
         self.chars = 0
@@ -263,11 +314,16 @@ class Checker:
             raise TypeError(f"feed() takes str, not {type(chunk).__name__}")
         if self.cut or not chunk:
             return 0
-        data = chunk.encode("utf-8")
-        tokens = list(data)
-        n = char_aligned(data, self._matcher.validate_tokens(tokens))
-        if n:
-            self._matcher.consume_tokens(tokens[:n])
+        try:
+            data = chunk.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise TextError(
+                "text holds a lone surrogate, which has no UTF-8 form",
+                text=self.text + chunk,
+                char_offset=self.chars + exc.start,
+                byte_offset=self.bytes + len(chunk[: exc.start].encode("utf-8")),
+            ) from exc
+        n = self._advance(data, chunk)
         taken = chunk if n == len(data) else data[:n].decode("utf-8")
         if taken:
             append_piece(self._parts, taken)
@@ -275,6 +331,71 @@ class Checker:
         self.bytes += n
         self.cut = n < len(data)
         return len(taken)
+
+    def _advance(self, data: bytes, chunk: str) -> int:
+        """Commit the longest valid prefix of `data` that ends on a whole character; its length.
+
+        Piece by piece: a speculative check (validate_tokens) runs fast but does not count Earley
+        items against the budget; committing each piece before the next is looked at bounds the
+        work past the budget to one piece."""
+        done = 0
+        while done < len(data):
+            piece = list(data[done : done + _PIECE])
+            valid = self._matcher.validate_tokens(piece)
+            if valid and not self._matcher.consume_tokens(piece[:valid]):
+                done = self._at_limit_in(data, chunk)
+                break
+            done += valid
+            if valid < len(piece):
+                # Refused by the grammar, or at a limit that a speculative check does not name.
+                taken = self._matcher.try_consume_tokens(piece[valid : valid + 1])
+                if self._matcher.is_error():
+                    done = self._at_limit_in(data, chunk)
+                    break
+                if not taken:
+                    break
+                done += taken
+        aligned = char_aligned(data, done)
+        if aligned < done:
+            self._matcher.rollback(done - aligned)
+        return aligned
+
+    def _at_limit_in(self, data: bytes, chunk: str) -> int:
+        """After the engine stopped at a limit somewhere in `data`: feed `data` again byte by byte
+        on a matcher rebuilt at `text`, and raise TextError at the byte where the limit is reached.
+        A lexer out of states (shared by every copy of the pristine matcher) is first compiled
+        anew, and again after the search, which may have used up the new one."""
+        error = self._matcher.get_error()
+        renew = self._renew if error.startswith(_LEXER_LIMIT) else None
+        if renew is not None:
+            self._pristine = renew()
+        self._matcher = self._restart()
+        at = next((i for i, b in enumerate(data) if not self._matcher.consume_token(b)), None)
+        if at is None:
+            return len(data)  # the new lexer took it all
+        error = self._matcher.get_error()
+        if renew is not None and error.startswith(_LEXER_LIMIT):
+            self._pristine = renew()
+        self._matcher = self._restart()
+        if not _at_limit(error):  # a plain refusal after all: the cut is there
+            self._matcher.consume_tokens(list(data[:at]))
+            return at
+        raise self._limit_error(chunk, data, at, error)
+
+    def _restart(self) -> llguidance.LLMatcher:
+        """A copy of the pristine matcher that has consumed `text`."""
+        matcher: llguidance.LLMatcher = self._pristine.deep_copy()
+        matcher.consume_tokens(list(self.text.encode("utf-8")))
+        return matcher
+
+    def _limit_error(self, chunk: str, data: bytes, at: int, error: str) -> TextError:
+        at = char_aligned(data, at)
+        return TextError(
+            f"checking stopped: {_limit_reason(error)}",
+            text=self.text + chunk,
+            char_offset=self.chars + len(data[:at].decode("utf-8")),
+            byte_offset=self.bytes + at,
+        )
 
     def rollback(self, chars: int) -> None:
         """Return to the state after the first `chars` characters of `text`."""

@@ -109,7 +109,7 @@ def test_check(tmp_path: Path, capsys: pytest.CaptureFixture[str], content, code
 def test_errors_are_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     assert main(["check", "no_such_grammar", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("backtrack: error: no shipped grammar named 'no_such_grammar'")
+    assert err.startswith("backtrack: error: no shipped grammar 'no_such_grammar'")
     assert err.count("\n") == 1
 
 

@@ -222,7 +222,7 @@ def test_load_names_the_grammar():
         ),
         pytest.param(
             lambda: Grammar.load("nope"),
-            "no shipped grammar named 'nope' (known: ",
+            "no shipped grammar 'nope' (known: ",
             None,
             None,
             id="unknown-shipped",
@@ -348,7 +348,7 @@ def test_regex_error_position_is_in_the_pattern():
 
 def test_unknown_shipped_name_lists_the_known_ones():
     with pytest.raises(GrammarError) as info:
-        Grammar.load("../json")
+        Grammar.load("../zzz")
     known = str(info.value).split("(known: ")[1].rstrip(")").split(", ")
     assert {"json", "json_keys"} <= set(known)
 
@@ -599,7 +599,8 @@ def test_combining_marks_are_code_points():
     ],
 )
 def test_invalid_utf8_bytes(data, char_offset, byte_offset, reason):
-    for call in (JSON.check, JSON.matches, JSON.parse):
+    assert JSON.matches(data) is False  # not a sentence of the grammar: no error to catch
+    for call in (JSON.check, JSON.parse):
         with pytest.raises(TextError) as info:
             call(data)
         err = info.value
@@ -733,8 +734,30 @@ def test_coerce(spec, kind, sample):
 
 def test_coerce_shipped_name_before_lark_text():
     assert Grammar.coerce("json").name == "json"
-    with pytest.raises(GrammarError, match=r"Expected token ':'.* at line 1, column 6"):
-        Grammar.coerce("jsonx")  # not a shipped name, so read as (bad) Lark text
+    with pytest.raises(GrammarError, match=r"Expected token ':'.* at line 1, column 7"):
+        Grammar.coerce("jsonx y")  # not one word, so read as (bad) Lark text
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        pytest.param("jsno", "no shipped grammar 'jsno'; did you mean 'json'?", id="typo"),
+        pytest.param(" csvv\n", "no shipped grammar 'csvv'; did you mean 'csv'?", id="blanks"),
+        pytest.param("jsonkeys", "did you mean 'json_keys'?", id="underscore"),
+        pytest.param("banana", "no shipped grammar 'banana' (known: arithmetic, csv,", id="far"),
+    ],
+)
+def test_coerce_word_that_is_no_shipped_name(spec, message):
+    with pytest.raises(GrammarError) as info:
+        Grammar.coerce(spec)
+    assert message in str(info.value)
+
+
+def test_load_suggests_the_closest_name():
+    with pytest.raises(
+        GrammarError, match=r"no shipped grammar 'sqllite'; did you mean 'sqlite'\?"
+    ):
+        Grammar.load("sqllite")
 
 
 @pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")
