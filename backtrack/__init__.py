@@ -5,7 +5,7 @@ cannot continue; a small local model writes the correction; the API carries on.
 """
 
 from backtrack.errors import BacktrackError, GrammarError, ProviderError, TargetError, TextError
-from backtrack.grammar import Grammar
+from backtrack.grammar import Grammar, GrammarLimits
 from backtrack.guide import aguide, guide
 from backtrack.prefix import Checker, PrefixCheck
 from backtrack.trace import GuideResult, Round, Span, Trace
@@ -16,6 +16,7 @@ __all__ = [
     "Checker",
     "Grammar",
     "GrammarError",
+    "GrammarLimits",
     "GuideResult",
     "PrefixCheck",
     "ProviderError",

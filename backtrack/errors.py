@@ -60,7 +60,11 @@ class GrammarError(BacktrackError):
 
 
 class TextError(BacktrackError, ValueError):
-    """A text that is not what it must be, at `char_offset` (`byte_offset` in its UTF-8 form)."""
+    """A text that is not what it must be, at `char_offset` (`byte_offset` in its UTF-8 form).
+    When checking a draft stops a guided generation (a grammar past its work budget), `partial` is
+    the GuideResult of the work committed before it (else None)."""
+
+    partial: Any = None
 
     def __init__(
         self,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 # runs backtrack/__init__, which comes back here before that module has defined anything.
 import providers.errors as provider_errors
 import providers.retry as retry_policy
-from backtrack.errors import ProviderError, TargetError
+from backtrack.errors import ProviderError, TargetError, TextError
 from backtrack.grammar import Grammar
 from backtrack.loop import GuideLoop, Settings
 from backtrack.trace import GuideResult
@@ -81,9 +81,13 @@ def _attempts(max_attempts: int | None) -> int:
     return max_attempts
 
 
-def _fail(loop: GuideLoop, exc: BaseException, retries: int) -> ProviderError:
-    """Record the failure; the error to raise, carrying the partial result."""
+def _fail(loop: GuideLoop, exc: BaseException, retries: int) -> ProviderError | TextError:
+    """Record the failure; the error to raise, carrying the partial result. A TextError is the
+    check's, not the drafter's (the grammar passed its work budget on the draft): it stays one."""
     loop.draft_failed(exc, retries=retries)
+    if isinstance(exc, TextError):
+        exc.partial = loop.result()
+        return exc
     if not isinstance(exc, ProviderError):
         exc = ProviderError(f"the drafter failed: {type(exc).__name__}: {exc}")
     provider_errors.masked(exc)  # a custom drafter's own ProviderError may quote a key

@@ -189,9 +189,12 @@ class GuideLoop:
         if draft.cut:
             draft.rest.append(chunk)
             return False
-        taken = self.checker.feed(chunk)
-        self._span(chunk[:taken], "draft")
-        draft.accepted += taken
+        start = self.checker.chars
+        try:
+            taken = self.checker.feed(chunk)
+        finally:  # a TextError (the grammar's work budget) keeps what came before its position
+            self._span(chunk[: self.checker.chars - start], "draft")
+            draft.accepted += self.checker.chars - start
         if taken < len(chunk):
             draft.cut = True
             draft.rest.append(chunk[taken:])

@@ -269,7 +269,7 @@ class Checker:
 
     Invariant: the matcher has consumed exactly the UTF-8 bytes of `text`. Once a feed is cut,
     `cut` is True and later feeds accept nothing until `rollback`. A feed that reaches one of the
-    engine's limits raises TextError and takes nothing, so the invariant holds after it too.
+    engine's limits takes the text before that point, is cut there, and raises TextError.
 
     `renew`, when given, compiles the pristine matcher anew: every copy of a matcher shares one
     lexer, so once its states run out, checks on any copy fail; the checker then replays its text on
@@ -323,7 +323,20 @@ class Checker:
                 char_offset=self.chars + exc.start,
                 byte_offset=self.bytes + len(chunk[: exc.start].encode("utf-8")),
             ) from exc
-        n = self._advance(data, chunk)
+        try:
+            n = self._advance(data, chunk)
+        except TextError as stopped:  # at a limit: the text before it is taken, as at a cut
+            n = stopped.byte_offset - self.bytes
+            self._matcher.consume_tokens(list(data[:n]))
+            if self._renew is not None:  # that may use up the lexer the grammar's copies share
+                self._pristine = self._renew()
+            self._took(chunk, data, n)
+            raise
+        return self._took(chunk, data, n)
+
+    def _took(self, chunk: str, data: bytes, n: int) -> int:
+        """Account for the first `n` bytes of `chunk` (UTF-8: `data`), which the matcher has
+        consumed; the text stops taking more if that is not all of it."""
         taken = chunk if n == len(data) else data[:n].decode("utf-8")
         if taken:
             append_piece(self._parts, taken)

@@ -8,6 +8,7 @@ test instead of killing pytest.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import string
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from backtrack import aguide, guide
 from backtrack.errors import GrammarError, TextError
 from backtrack.grammar import Grammar, GrammarLimits
 
@@ -209,6 +211,41 @@ def test_right_recursion_within_the_budget_and_past_it():
     assert 100 < info.value.char_offset < 1000
     roomy = Grammar.from_lark(RIGHT_RECURSIVE, limits=GrammarLimits(row_items=2000))
     assert roomy.matches("a" * 1000)
+
+
+def test_a_check_stopped_at_the_budget_keeps_the_text_before_it():
+    checker = Grammar.from_lark(RIGHT_RECURSIVE).checker()
+    assert checker.feed("a" * 50) == 50
+    with pytest.raises(TextError) as info:
+        checker.feed("a" * 1000)
+    stopped = info.value.char_offset
+    assert 100 < stopped < 1000
+    assert (checker.text, checker.cut) == ("a" * stopped, True)  # taken up to the limit, as a cut
+    assert checker.feed("a") == 0
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["guide", "aguide"])
+def test_a_draft_past_the_budget_ends_the_run_with_a_text_error_and_its_partial(asynchronous):
+    """Not a drafter failure (it was a ProviderError, 'the drafter failed: TextError', with none of
+    the draft kept): the check's own TextError, carrying the text up to where checking stopped."""
+
+    def drafter(prompt, prefix):
+        yield "a" * 20
+        yield "a" * 980
+
+    class NoTarget:
+        def session(self, prompt):
+            raise AssertionError("the local target was asked for a correction")
+
+    grammar = Grammar.from_lark(RIGHT_RECURSIVE)
+    call = aguide if asynchronous else guide
+    with pytest.raises(TextError, match="too ambiguous") as info:
+        result = call(drafter, grammar, prompt="p", target=NoTarget())
+        if asynchronous:
+            asyncio.run(result)
+    partial = info.value.partial
+    assert partial.text == "a" * info.value.char_offset and partial.stop_reason == "error"
+    assert partial.trace.rounds[-1].ended == "error"
 
 
 def test_budget_grows_with_the_grammar():
