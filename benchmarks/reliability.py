@@ -35,7 +35,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from tests.fault_server import (
+# tests/ on the path, as pytest puts it: the fault server shares its HTTP plumbing with the
+# tests' protocol server (tests/servers.py), which it imports by that name.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from fault_server import (
     FAULTS,
     MIXED,
     NONE,

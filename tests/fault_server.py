@@ -53,7 +53,6 @@ import contextvars
 import json
 import random
 import re
-import socket
 import threading
 import time
 from collections import Counter
@@ -61,8 +60,10 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any, Literal
+
+from servers import ClientGone, Handler
 
 from providers.align import CONTINUE_INSTRUCTION, MIN_REPEAT
 
@@ -795,103 +796,54 @@ class _Anthropic:
         return [self._start(dumps), _frame(dumps({"type": "message_stop"}), "message_stop")]
 
 
-class _ClientGone(Exception):
-    pass
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(Handler):
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # the runs read the records, not a log
-
-    def handle(self) -> None:
-        with contextlib.suppress(ConnectionResetError, BrokenPipeError, ConnectionAbortedError):
-            super().handle()
-
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
+        body = self.read_json(lambda raw: None)
         owner = self.server.owner
         path = self.path.split("?")[0]
         try:
             if path not in ("/v1/chat/completions", "/v1/completions", "/v1/messages"):
-                self._json(404, {"error": {"message": f"no route {path}"}}, {})
+                self.send_json(404, {"error": {"message": f"no route {path}"}}, {})
                 return
             answer, request = owner.answer(path, body)
             self._send(answer, request.number if request else 0)
-        except (_ClientGone, BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+        except (ClientGone, BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             self.close_connection = True
         finally:
             if path in ("/v1/chat/completions", "/v1/completions", "/v1/messages"):
                 owner._end()
 
-    def _write(self, data: bytes) -> None:
-        try:
-            self.wfile.write(data)
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError) as exc:
-            raise _ClientGone from exc
-
-    def _json(self, status: int, payload: Any, headers: dict[str, str]) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self._write(data)
-
-    def _hang_up(self) -> None:
-        self.close_connection = True
-        with contextlib.suppress(OSError):
-            self.connection.shutdown(socket.SHUT_RDWR)
-
-    def _chunk(self, data: bytes) -> None:
-        self._write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-
     def _send(self, answer: _Answer, number: int) -> None:
         ids = {"x-request-id": f"req_fault_{number}", "request-id": f"req_fault_{number}"}
         if answer.end == "stall_before":
             time.sleep(STALL)
-            self._hang_up()
+            self.hang_up()
             return
         if answer.status != 200:
-            self._json(answer.status, answer.error, {**ids, **answer.headers})
+            self.send_json(answer.status, answer.error, {**ids, **answer.headers})
             return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        for name, value in ids.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self._write(b"")
+        self.start_stream(ids)
         frames = answer.frames
         last = frames[-1] if answer.end == "cut_chunk" and frames else None
         for frame in frames if last is None else frames[:-1]:
             if answer.split_writes and len(frame) > 1:
-                self._chunk(frame[: len(frame) // 2])  # may split a UTF-8 character
-                self._chunk(frame[len(frame) // 2 :])
+                self.chunk(frame[: len(frame) // 2])  # may split a UTF-8 character
+                self.chunk(frame[len(frame) // 2 :])
             else:
-                self._chunk(frame)
+                self.chunk(frame)
         if last is not None:
             # An HTTP chunk announced whole (twice this size) but cut off in its middle.
-            self._write(f"{2 * len(last):x}\r\n".encode() + last)
-            self._hang_up()
+            self.write(f"{2 * len(last):x}\r\n".encode() + last)
+            self.hang_up()
         elif answer.end == "clean":
-            self._write(b"0\r\n\r\n")
+            self.write(b"0\r\n\r\n")
         elif answer.end == "stall":
             time.sleep(STALL)
-            self._hang_up()
+            self.hang_up()
         else:
-            self._hang_up()
+            self.hang_up()
 
 
 # -- the runs --------------------------------------------------------------------------------------

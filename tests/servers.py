@@ -124,36 +124,82 @@ Responder = Callable[[Any], "str | Reply"]
 _STOP_REASONS = {"stop": "end_turn", "length": "max_tokens"}
 
 
-class _ClientGone(Exception):
+class ClientGone(Exception):
     """The client closed the connection while the server was writing."""
 
 
-class _Handler(BaseHTTPRequestHandler):
+class Handler(BaseHTTPRequestHandler):
+    """What the test API servers share (this one and tests/fault_server.py): HTTP/1.1 kept alive,
+    no log, quiet hang-ups, JSON replies and chunked writes."""
+
     protocol_version = "HTTP/1.1"
-    server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
-        pass  # tests read the recorded exchanges, not a log
+        pass  # tests read what the servers record, not a log
 
     def handle(self) -> None:
         # A client may close a kept-alive connection while the server waits on it for more.
         with contextlib.suppress(ConnectionResetError, BrokenPipeError, ConnectionAbortedError):
             super().handle()
 
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
+    def read_json(self, not_json: Callable[[bytes], Any]) -> Any:
+        """The request's JSON body (None when empty); `not_json(raw)` when it does not parse."""
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         try:
-            body: Any = json.loads(raw) if raw else None
+            return json.loads(raw) if raw else None
         except ValueError:
-            body = raw.decode("utf-8", "replace")
+            return not_json(raw)
+
+    def write(self, data: bytes) -> None:
+        try:
+            self.wfile.write(data)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError) as exc:
+            raise ClientGone from exc
+
+    def send_json(self, status: int, payload: Any, headers: dict[str, str]) -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.write(data)
+
+    def start_stream(self, headers: dict[str, str]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.write(b"")
+
+    def chunk(self, data: bytes) -> None:
+        """One HTTP chunk of a chunked body."""
+        self.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+
+    def hang_up(self) -> None:
+        """Close mid-body: the client sees a truncated chunked stream."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+
+class _Handler(Handler):
+    server: _Server
+
+    def do_POST(self) -> None:
+        body = self.read_json(lambda raw: raw.decode("utf-8", "replace"))
         exchange = Exchange(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
         owner = self.server.owner
         owner.record(exchange)
         try:
             exchange.reply = owner.next_reply(body)
             self._answer(exchange, exchange.reply)
-        except (_ClientGone, BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+        except (ClientGone, BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             exchange.client_closed = True
             self.close_connection = True
         finally:
@@ -166,37 +212,15 @@ class _Handler(BaseHTTPRequestHandler):
         return {"x-request-id": f"req_{number}", "request-id": f"req_{number}"}
 
     def _send_json(self, status: int, payload: Any, headers: dict[str, str]) -> None:
-        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in {**self._request_ids(), **headers}.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self._write(data)
-
-    def _write(self, data: bytes) -> None:
-        try:
-            self.wfile.write(data)
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError) as exc:
-            raise _ClientGone from exc
+        self.send_json(status, payload, {**self._request_ids(), **headers})
 
     def _start_stream(self, headers: dict[str, str]) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        for name, value in {**self._request_ids(), **headers}.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self._write(b"")
+        self.start_stream({**self._request_ids(), **headers})
 
     def _event(self, data: Any, event: str | None = None) -> None:
         payload = data if isinstance(data, str) else json.dumps(data)
         text = (f"event: {event}\n" if event else "") + f"data: {payload}\n\n"
-        encoded = text.encode()
-        self._write(f"{len(encoded):x}\r\n".encode() + encoded + b"\r\n")
+        self.chunk(text.encode())
 
     def _malformed_event(self) -> None:
         # Named, or the Anthropic SDK would skip it unread.
@@ -204,20 +228,14 @@ class _Handler(BaseHTTPRequestHandler):
         self._event("{this is not json", "content_block_delta" if anthropic else None)
 
     def _end_stream(self) -> None:
-        self._write(b"0\r\n\r\n")
-
-    def _drop(self) -> None:
-        """Hang up mid-body: the client sees a truncated chunked stream."""
-        self.close_connection = True
-        with contextlib.suppress(OSError):
-            self.connection.shutdown(socket.SHUT_RDWR)
+        self.write(b"0\r\n\r\n")
 
     def _text_chunks(self, exchange: Exchange, reply: Reply, send: Callable[[str], None]) -> bool:
         """Send the text chunks; False when the stream dropped as scripted."""
         for index, piece in enumerate(reply.pieces()):
             if reply.disconnect_after is not None and index >= reply.disconnect_after:
                 if reply.stream_error is None:
-                    self._drop()
+                    self.hang_up()
                     return False
                 return True
             if reply.delay:
@@ -227,7 +245,7 @@ class _Handler(BaseHTTPRequestHandler):
             send(piece)
             exchange.chunks_sent += 1
         if reply.disconnect_after is not None and reply.stream_error is None:
-            self._drop()  # scripted to drop: drop even when the text ran out first
+            self.hang_up()  # scripted to drop: drop even when the text ran out first
             return False
         return True
 
