@@ -1,7 +1,5 @@
 """LocalTarget on tiny random-weight models over real tokenizers (GPT-2, SmolLM2, Mistral).
 
-pytestmark = pytest.mark.model  # tiny models on real tokenizers: forward passes
-
 Random weights write junk, which is the point: nearly every choice is refused by the grammar, so
 the masks, healing, forced bytes and rollbacks are all exercised. Properties checked:
 - every correction keeps the text a valid prefix; `complete` agrees with the grammar;
@@ -27,6 +25,9 @@ from backtrack.errors import TargetError
 from backtrack.grammar import Grammar
 from local_target import LocalTarget, Sampling
 from local_target.sampling import choose
+
+# Tiny models on real tokenizers (forward passes), on one torch thread.
+pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
 
 JSON = Grammar.load("json")
 KEYS3 = Grammar.load("json_keys", n=3)
@@ -58,15 +59,6 @@ DOCUMENTS = {
 }
 DOC_IDS = list(DOCUMENTS)
 PROMPT = "Write a JSON document:"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    """Tiny models run faster on one thread, and much faster on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 _PROBLEMS: dict[str, tf.FixtureError] = {}

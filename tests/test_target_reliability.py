@@ -34,22 +34,14 @@ from backtrack.errors import TargetError
 from backtrack.grammar import Grammar
 from local_target import LocalTarget, Sampling, TargetSession
 
-pytestmark = pytest.mark.model  # tiny models on real tokenizers: forward passes
+# Tiny models on real tokenizers (forward passes), on one torch thread.
+pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
 
 JSON = Grammar.load("json")
 FELIX = "Write a JSON document about Felix the cat:"
 TOM = "Write a JSON document about Tom, a dog who likes long walks:"
 # A safety bound on waits for another thread (the tests count events, they do not time them).
 WAIT_S = 120.0
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    """Tiny models run faster on one thread, and much faster on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
