@@ -2,20 +2,35 @@
 
 The API drafts freely; an Earley check (llguidance) cuts the draft at the first byte the grammar
 cannot continue; a small local model writes the correction; the API carries on.
+
+The top layer: the loop, guide(), wrap(), the trace, its HTML view and the CLI. It stands on
+`grammars` (what a grammar is, checking), `providers` (the drafters) and `local_target` (the
+correcting model), and re-exports their public names; none of them imports it.
 """
 
-from backtrack.errors import BacktrackError, GrammarError, ProviderError, TargetError, TextError
-from backtrack.grammar import Grammar, GrammarLimits
 from backtrack.guide import aguide, guide
-from backtrack.prefix import Checker, PrefixCheck
-from backtrack.trace import GuideResult, Round, Span, Trace
+from backtrack.result import GuideResult
+from backtrack.trace import Round, Span, Trace
 from backtrack.wrap import wrap
+from grammars import (
+    BacktrackError,
+    Checker,
+    Grammar,
+    GrammarError,
+    GrammarLike,
+    GrammarLimits,
+    PrefixCheck,
+    TextError,
+)
+from local_target.errors import TargetError
+from providers.errors import ProviderError
 
 __all__ = [
     "BacktrackError",
     "Checker",
     "Grammar",
     "GrammarError",
+    "GrammarLike",
     "GrammarLimits",
     "GuideResult",
     "PrefixCheck",

@@ -21,11 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from backtrack.prefix import append_piece
+from grammars.prefix import append_piece
 
 if TYPE_CHECKING:
-    from backtrack.grammar import Grammar
-    from backtrack.prefix import Checker
+    from grammars.grammar import Grammar
+    from grammars.prefix import Checker
 
 FENCE = "```"
 LONG_RUN = 16

@@ -29,13 +29,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import grammars as shipped
-from backtrack.errors import BacktrackError, GrammarError, ProviderError, TargetError
-from backtrack.grammar import Grammar
 from backtrack.progress import Progress
+from backtrack.result import GuideResult
+from grammars import shipped
+from grammars.errors import BacktrackError, GrammarError
+from grammars.grammar import Grammar
+from local_target.errors import TargetError
+from providers.errors import ProviderError
 
 if TYPE_CHECKING:
-    from backtrack.trace import GuideResult
     from local_target import LocalTarget
     from providers.base import DraftRequest, DraftStream
 
@@ -332,7 +334,7 @@ def run(args: argparse.Namespace) -> int:
         with progress.step(f"guided generation, {args.provider} drafting"):
             result = _guide(args, drafter, grammar, prompt, target)
     except ProviderError as exc:
-        if exc.partial is not None:
+        if isinstance(exc.partial, GuideResult):
             _report_failure(args, exc, exc.partial, progress)
         raise
     finally:

@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING, Any
 # runs backtrack/__init__, which comes back here before that module has defined anything.
 import providers.errors as provider_errors
 import providers.retry as retry_policy
-from backtrack.errors import ProviderError, TargetError, TextError
-from backtrack.grammar import Grammar
 from backtrack.loop import GuideLoop, Settings
-from backtrack.trace import GuideResult
+from backtrack.result import GuideResult
+from grammars.errors import TextError
+from grammars.grammar import Grammar
+from local_target.errors import TargetError
 from providers import as_drafter
 from providers.base import Prompt, check_prompt
+from providers.errors import ProviderError
 
 if TYPE_CHECKING:
     # local_target (and torch) load on first use: `import backtrack` stays light, and

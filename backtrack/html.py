@@ -17,10 +17,8 @@ from __future__ import annotations
 import html
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from backtrack.trace import GuideResult, Round, Span
+from backtrack.trace import Round, Span, Trace
 
 _STYLE = """
 .bt{font:14px/1.5 system-ui,sans-serif;color:#222;max-width:72em;margin:1.5em}
@@ -191,22 +189,20 @@ _HEADER = (
 )
 
 
-def render(result: GuideResult) -> str:
-    """The whole page for `result`, from its trace and its summary counts."""
-    trace = result.trace
-    api_in = sum(r.input_tokens for r in trace.rounds)
-    api_out = sum(r.output_tokens for r in trace.rounds)
-    status = '<b class="ok">valid</b>' if result.valid else '<b class="bad">not valid</b>'
+def render(trace: Trace, *, valid: bool, stop_reason: str, seconds: float) -> str:
+    """The whole page for a run's trace, with its summary counts."""
+    usage = trace.usage
+    status = '<b class="ok">valid</b>' if valid else '<b class="bad">not valid</b>'
     facts = [
         status,
-        f"stop: <b>{_e(result.stop_reason)}</b>",
-        f"API calls: <b>{result.api_calls}</b>",
-        f"API tokens in / out: <b>{api_in} / {api_out}</b>",
-        f"rounds: <b>{result.rounds}</b>",
-        f"corrections: <b>{result.corrections}</b>",
-        f"characters accepted / rejected: <b>{result.accepted_chars} / {result.rejected_chars}</b>",
-        f"local tokens: <b>{result.local_tokens}</b>",
-        f"time: <b>{result.seconds:.2f} s</b>",
+        f"stop: <b>{_e(stop_reason)}</b>",
+        f"API calls: <b>{trace.api_calls}</b>",
+        f"API tokens in / out: <b>{usage.input_tokens} / {usage.output_tokens}</b>",
+        f"rounds: <b>{len(trace.rounds)}</b>",
+        f"corrections: <b>{trace.corrections}</b>",
+        f"characters accepted / rejected: <b>{trace.accepted_chars} / {trace.rejected_chars}</b>",
+        f"local tokens: <b>{trace.local_tokens}</b>",
+        f"time: <b>{seconds:.2f} s</b>",
     ]
     legend = "".join(f'<span class="{cls}">{_e(label)}</span>' for cls, label in _LEGEND)
     legend += '<span><i class="rb" data-round="n"></i>round n starts</span>'

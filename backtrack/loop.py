@@ -19,10 +19,8 @@ from typing import TYPE_CHECKING, Literal
 # A module, not a name: see the import in backtrack/guide.py.
 import providers.errors as provider_errors
 from backtrack.answer_start import AnswerStart
-from backtrack.errors import ProviderError, TargetError
-from backtrack.prefix import append_piece
+from backtrack.result import GuideResult
 from backtrack.trace import (
-    GuideResult,
     Origin,
     Round,
     RoundEnd,
@@ -31,10 +29,13 @@ from backtrack.trace import (
     StopReason,
     Trace,
 )
+from grammars.prefix import append_piece
+from local_target.errors import TargetError
 from providers.base import AsyncDraftStream, DraftRequest, DraftStream, Prompt
+from providers.errors import ProviderError
 
 if TYPE_CHECKING:
-    from backtrack.grammar import Grammar
+    from grammars.grammar import Grammar
     from local_target.session import Correction, Until
 
 Step = Literal["draft", "correct", "done"]

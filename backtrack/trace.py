@@ -1,19 +1,16 @@
 """The record of a guided generation: every span of text with its origin, every round.
 
-GuideResult's counts and the HTML view are derived from the trace alone, never kept beside it.
-The output text is the concatenation of the spans whose origin is in OUTPUT_ORIGINS.
+Plain data. The counts are derived from the trace alone, never kept beside it; GuideResult
+(backtrack.result) and the HTML view (backtrack.html) read them here. The output text is the
+concatenation of the spans whose origin is in OUTPUT_ORIGINS.
 """
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
-if TYPE_CHECKING:
-    from backtrack.grammar import Grammar
-    from providers.base import Usage
+from providers.base import Usage
 
 Origin = Literal["draft", "reused", "rejected", "correction", "healed", "forced", "dropped"]
 OUTPUT_ORIGINS: frozenset[str] = frozenset({"draft", "reused", "correction", "healed", "forced"})
@@ -70,77 +67,41 @@ class Round:
 
 @dataclass(frozen=True)
 class Trace:
+    """The prompt, every span of text in order, and every round."""
+
     prompt: str
     spans: tuple[Span, ...]
     rounds: tuple[Round, ...]
 
-
-@dataclass(frozen=True)
-class GuideResult:
-    """The outcome of guide(): `text`, whether it is `valid` (parses), and the full `trace`."""
-
-    text: str
-    valid: bool
-    complete: bool
-    stop_reason: StopReason
-    trace: Trace
-    seconds: float
-    grammar: Grammar | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def rounds(self) -> int:
-        return len(self.trace.rounds)
-
     @property
     def api_calls(self) -> int:
-        return sum(1 + r.retries for r in self.trace.rounds if r.kind == "draft")
+        """Requests sent to the drafter, retries included."""
+        return sum(1 + r.retries for r in self.rounds if r.kind == "draft")
 
     @property
     def corrections(self) -> int:
-        return sum(1 for r in self.trace.rounds if r.kind != "draft")
+        """Rounds of the local target (corrections and the completion)."""
+        return sum(1 for r in self.rounds if r.kind != "draft")
 
     @property
     def accepted_chars(self) -> int:
-        return sum(len(s.text) for s in self.trace.spans if s.origin in ("draft", "reused"))
+        return sum(len(s.text) for s in self.spans if s.origin in ("draft", "reused"))
 
     @property
     def rejected_chars(self) -> int:
-        return sum(len(s.text) for s in self.trace.spans if s.origin in ("rejected", "dropped"))
-
-    @property
-    def local_tokens(self) -> int:
-        return sum(r.local_tokens for r in self.trace.rounds)
+        return sum(len(s.text) for s in self.spans if s.origin in ("rejected", "dropped"))
 
     @property
     def reused_chars(self) -> int:
-        return sum(len(s.text) for s in self.trace.spans if s.origin == "reused")
+        return sum(len(s.text) for s in self.spans if s.origin == "reused")
+
+    @property
+    def local_tokens(self) -> int:
+        return sum(r.local_tokens for r in self.rounds)
 
     @property
     def usage(self) -> Usage:
         """API token usage summed over rounds, as the provider reported it."""
-        from providers.base import Usage
-
         return Usage(
-            sum(r.input_tokens for r in self.trace.rounds),
-            sum(r.output_tokens for r in self.trace.rounds),
+            sum(r.input_tokens for r in self.rounds), sum(r.output_tokens for r in self.rounds)
         )
-
-    @functools.cached_property
-    def tree(self) -> Any:
-        """The lark parse tree of `text` (Lark grammars only)."""
-        if self.grammar is None:
-            raise ValueError("this result carries no grammar")
-        return self.grammar.parse(self.text)
-
-    def to_html(self) -> str:
-        from backtrack.html import render
-
-        return render(self)
-
-    def save_html(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.write_text(self.to_html(), encoding="utf-8")
-        return path
-
-    def _repr_html_(self) -> str:
-        return self.to_html()

@@ -18,7 +18,7 @@ import uuid
 from typing import Any
 
 from backtrack.guide import aguide, guide
-from backtrack.trace import GuideResult
+from backtrack.result import GuideResult
 from providers.base import Message, check_prompt
 
 

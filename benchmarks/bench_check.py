@@ -34,7 +34,7 @@ from typing import Any
 import lark
 
 import grammars
-from backtrack.grammar import Grammar
+from grammars.grammar import Grammar
 
 SIZES = [100, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20]
 QUICK_SIZES = [100, 1 << 10, 16 << 10]

@@ -58,8 +58,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from backtrack.grammar import Grammar
 from benchmarks.corpus import CASES, JSON_KEYS_N, Case, check_corpus, load_grammar
+from grammars.grammar import Grammar
 
 P_CORRUPT = 0.7
 RETRIES = 3

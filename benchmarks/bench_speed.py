@@ -180,7 +180,7 @@ class InProcess:
         self.grammars: dict[int, Any] = {}
 
     def grammar(self, n: int) -> tuple[Any, float]:
-        from backtrack.grammar import Grammar
+        from grammars.grammar import Grammar
 
         start = time.perf_counter()
         if n not in self.grammars:
@@ -210,8 +210,9 @@ class InProcess:
             extra = {"forced": c.flags.count("forced"), "stop": c.stop_reason}
             extra["generated_tokens"] = len(c.tokens)
             return {"text": c.text, "setup_seconds": setup, "extra": extra} | clock.times()
-        from backtrack import guide
         from providers.local import LocalDrafter
+
+        from backtrack import guide
 
         with Clock() as clock:
             result = guide(

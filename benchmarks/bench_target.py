@@ -39,8 +39,8 @@ from typing import Any
 
 import torch
 
-from backtrack.errors import GrammarError
-from backtrack.grammar import Grammar
+from grammars.errors import GrammarError
+from grammars.grammar import Grammar
 from local_target import LocalTarget, Sampling
 from local_target.sampling import choose
 

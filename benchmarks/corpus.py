@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from backtrack.grammar import Grammar
+from grammars.grammar import Grammar
 
 JSON_KEYS_N = 5
 

@@ -1,56 +1,31 @@
-"""The grammars shipped with backtrack, as data.
+"""grammars: what a grammar is and how a text is checked against it; the bottom layer.
 
-Each `NAME.lark` file here is a grammar in the Lark dialect that llguidance and the lark library
-read alike; its first line is a `// one-line description`. Grammars with parameters are built by a
-function from such a file (see `PARAMETRIC`).
+    Grammar, GrammarLimits      a compiled grammar (Lark text, a shipped name, a JSON schema, a
+                                regex, a guidance grammar) and the bounds on its cost (grammar)
+    Checker, PrefixCheck        incremental prefix checking, one byte at a time (prefix)
+    BacktrackError, GrammarError, TextError    the error root and the errors of this layer (errors)
+    names(), source(), describe()              the grammars shipped as `NAME.lark` files (shipped)
+
+`providers`, `local_target` and `backtrack` stand on this package; it imports none of them.
 """
 
-from __future__ import annotations
+from grammars.errors import BacktrackError, GrammarError, PartialResult, TextError
+from grammars.grammar import Grammar, GrammarLike, GrammarLimits
+from grammars.prefix import Checker, PrefixCheck
+from grammars.shipped import PARAMETRIC, describe, names, source
 
-from collections.abc import Callable
-from pathlib import Path
-
-_HERE = Path(__file__).parent
-
-
-def _json_keys(n: int = 3) -> str:
-    """A JSON object with exactly `n` string-valued keys (grammar-guide's benchmark shape)."""
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"json_keys needs a whole number of keys >= 1, got {n!r}")
-    # Blanks are explicit (after each token), not %ignore'd: llguidance applies %ignore only
-    # between tokens, so it would cut blanks before and after the object that lark accepts. They
-    # go through the nullable rule _w: lark expands each `_WS?` into a copy of its rule (2**n).
-    pairs = ' "," _w '.join(["pair"] * n)
-    return (
-        f"// A JSON object with exactly {n} string-valued keys.\n"
-        f'start: _w "{{" _w {pairs} "}}" _w\n'
-        'pair: STRING _w ":" _w STRING _w\n'
-        r'STRING: /"([^"\\\x00-\x1f]|\\["\\\/bfnrt]|\\u[0-9a-fA-F]{4})*"/'
-        "\n_WS: /[ \\t\\n\\r]+/\n_w: _WS?\n"
-    )
-
-
-PARAMETRIC: dict[str, Callable[..., str]] = {"json_keys": _json_keys}
-
-
-def names() -> list[str]:
-    """Every shipped grammar's name, sorted."""
-    return sorted({p.stem for p in _HERE.glob("*.lark")} | set(PARAMETRIC))
-
-
-def source(name: str, **params: int) -> str:
-    """The Lark text of shipped grammar `name`. Raises KeyError for an unknown name."""
-    if name in PARAMETRIC:
-        return PARAMETRIC[name](**params)
-    path = _HERE / f"{name}.lark"
-    if "/" in name or "\\" in name or not path.is_file():
-        raise KeyError(name)
-    if params:
-        raise TypeError(f"grammar {name!r} takes no parameters, got {sorted(params)}")
-    return path.read_text(encoding="utf-8")
-
-
-def describe(name: str) -> str:
-    """The one-line description of a shipped grammar."""
-    first = source(name).split("\n", 1)[0]
-    return first.removeprefix("//").strip()
+__all__ = [
+    "PARAMETRIC",
+    "BacktrackError",
+    "Checker",
+    "Grammar",
+    "GrammarError",
+    "GrammarLike",
+    "GrammarLimits",
+    "PartialResult",
+    "PrefixCheck",
+    "TextError",
+    "describe",
+    "names",
+    "source",
+]

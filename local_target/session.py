@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import llguidance
 import torch
 
-from backtrack.errors import TargetError
+from local_target.errors import TargetError
 from local_target.sampling import Sampling, choose
 
 if TYPE_CHECKING:
-    from backtrack.grammar import Grammar
+    from grammars.grammar import Grammar
     from local_target.target import LocalTarget
 
 # How a token was chosen: "healed" (re-chose the backed-off last committed token), "forced" (the

@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
-from backtrack.errors import TargetError
+from local_target.errors import TargetError
 from local_target.loading import converted_smollm2, load_pretrained, pick_device
 from local_target.sampling import Sampling
 from local_target.session import Correction, TargetSession, Until, _common_prefix
 from local_target.vocab import Vocabulary
 
 if TYPE_CHECKING:
-    from backtrack.grammar import Grammar
+    from grammars.grammar import Grammar
 
 Prompt = str | Sequence[dict[str, Any]]
 

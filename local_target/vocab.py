@@ -15,7 +15,7 @@ import llguidance.hf
 import numpy as np
 import torch
 
-from backtrack.errors import TargetError
+from local_target.errors import TargetError
 
 _CLOSERS = b"\"')]};"
 

@@ -5,17 +5,15 @@
     OpenAICompletionsDrafter    openai completions endpoint (raw continuation)
     AnthropicDrafter            anthropic messages (prefill, falling back where a model refuses it)
 
-`as_drafter(obj, model=...)` picks one of these for whatever it is given. SDK errors become
-`backtrack.errors.ProviderError` (providers.errors); retries are the loop's, per round
-(providers.retry).
+`as_drafter(obj)` makes a drafter of a function (or passes a drafter through). SDK errors become
+ProviderError (providers.errors); retries are the loop's, per round (providers.retry). This
+package stands on `grammars` only: it never imports `local_target` or `backtrack`.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
 from providers.align import Aligner, instruction
+from providers.anthropic import AnthropicDrafter
 from providers.base import (
     AsyncDrafter,
     AsyncDraftStream,
@@ -25,37 +23,10 @@ from providers.base import (
     DraftStream,
     Usage,
 )
-
-if TYPE_CHECKING:
-    from providers.anthropic import AnthropicDrafter
-    from providers.errors import to_provider_error
-    from providers.function import FunctionDrafter
-    from providers.openai import OpenAIChatDrafter, OpenAICompletionsDrafter
-    from providers.retry import async_retrying, retrying, should_retry
-
-# Loaded on first use. Importing these here would import backtrack.errors, hence the backtrack
-# package, whose guide() imports `providers` back: `import providers` would then find this
-# module half-built. Lazy, the import order does not matter (and `import providers` stays cheap).
-_LAZY = {
-    "AnthropicDrafter": "providers.anthropic",
-    "FunctionDrafter": "providers.function",
-    "OpenAIChatDrafter": "providers.openai",
-    "OpenAICompletionsDrafter": "providers.openai",
-    "async_retrying": "providers.retry",
-    "retrying": "providers.retry",
-    "should_retry": "providers.retry",
-    "to_provider_error": "providers.errors",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'providers' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
+from providers.errors import ProviderError, to_provider_error
+from providers.function import FunctionDrafter
+from providers.openai import OpenAIChatDrafter, OpenAICompletionsDrafter
+from providers.retry import async_retrying, retrying, should_retry
 
 __all__ = [
     "Aligner",
@@ -69,6 +40,7 @@ __all__ = [
     "FunctionDrafter",
     "OpenAIChatDrafter",
     "OpenAICompletionsDrafter",
+    "ProviderError",
     "Usage",
     "as_drafter",
     "async_retrying",
@@ -89,36 +61,22 @@ def _sdk_client(obj: object) -> str | None:
     return None
 
 
-def as_drafter(obj: Any, *, model: str | None = None) -> Drafter | AsyncDrafter:
-    """`obj` as a drafter.
-
-    A Drafter or AsyncDrafter comes back as it is. An `openai` client (OpenAI, AsyncOpenAI, Azure)
-    becomes an OpenAIChatDrafter and an `anthropic` one an AnthropicDrafter; both need `model`.
-    Any other callable becomes a FunctionDrafter. For the completions endpoint, vLLM's prefill or
-    create kwargs, build the drafter yourself.
-    """
+def as_drafter(obj: object) -> Drafter | AsyncDrafter:
+    """`obj` as a drafter: a Drafter or AsyncDrafter as it is, any other callable as a
+    FunctionDrafter. An SDK client needs a model: give `wrap(client)` (backtrack.wrap) or build
+    its drafter (`OpenAIChatDrafter(client, model)`, `AnthropicDrafter(client, model)`)."""
     if isinstance(obj, (Drafter, AsyncDrafter)):
-        if model is not None:
-            raise TypeError(f"model= is for SDK clients; {obj!r} is a drafter already")
         return obj
     sdk = _sdk_client(obj)
     if sdk is not None:
-        if not model:
-            raise TypeError(f"a {type(obj).__name__} client needs model= (which model drafts)")
-        if sdk == "openai":
-            from providers.openai import OpenAIChatDrafter
-
-            return OpenAIChatDrafter(obj, model)
-        from providers.anthropic import AnthropicDrafter
-
-        return AnthropicDrafter(obj, model)
+        drafter = "OpenAIChatDrafter" if sdk == "openai" else "AnthropicDrafter"
+        raise TypeError(
+            f"a {type(obj).__name__} client needs a model: use backtrack.wrap(client) and its "
+            f"grammar= argument, or guide({drafter}(client, model), ...)"
+        )
     if callable(obj):
-        if model is not None:
-            raise TypeError("model= is for SDK clients, not for functions")
-        from providers.function import FunctionDrafter
-
         return FunctionDrafter(obj)
     raise TypeError(
-        f"cannot draft with a {type(obj).__name__}: give a function, an OpenAI or Anthropic "
-        "client, or a Drafter"
+        f"cannot draft with a {type(obj).__name__}: give a function, a Drafter, or use "
+        "backtrack.wrap(client) for an OpenAI or Anthropic client"
     )

@@ -13,10 +13,9 @@ import re
 from collections.abc import AsyncGenerator, Callable, Generator
 from typing import Any
 
-from backtrack.errors import ProviderError
 from providers.align import Aligner
 from providers.base import AsyncDraftStream, DraftStream, FinishReason
-from providers.errors import mapped_exceptions, to_provider_error
+from providers.errors import ProviderError, mapped_exceptions, to_provider_error
 
 AnyStream = DraftStream | AsyncDraftStream
 Absorb = Callable[[Any, AnyStream], str | None]

@@ -22,7 +22,6 @@ import re
 import threading
 from typing import Any, ClassVar
 
-from backtrack.errors import ProviderError
 from providers._stream import Alignment, AnyStream, async_stream, finish, header, sync_stream
 from providers.align import as_messages, continued_text, instruction, with_hint
 from providers.base import (
@@ -33,7 +32,7 @@ from providers.base import (
     FinishReason,
     Message,
 )
-from providers.errors import mapped_exceptions, remember_keys, to_provider_error
+from providers.errors import ProviderError, mapped_exceptions, remember_keys, to_provider_error
 from providers.openai import is_async_client
 from providers.retry import without_sdk_retries
 

@@ -67,10 +67,6 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
 
-    def add(self, other: Usage) -> None:
-        self.input_tokens += other.input_tokens
-        self.output_tokens += other.output_tokens
-
 
 @dataclass(frozen=True)
 class Capabilities:

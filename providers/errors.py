@@ -1,6 +1,6 @@
 """Every error a provider SDK raises, as a ProviderError: the one place where they are translated.
 
-    backtrack.errors.ProviderError       .retryable .status .request_id .retry_after
+    ProviderError                        .retryable .status .request_id .retry_after
     ├── from openai / anthropic APIStatusError
     │       status and request id from the response; retryable for 408, 409, 429 and 5xx;
     │       retry_after from the retry-after-ms / Retry-After headers. An error event inside a
@@ -31,10 +31,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from backtrack.errors import ProviderError
+from grammars.errors import BacktrackError, PartialResult
 
 __all__ = [
     "RETRYABLE_STATUS",
+    "ProviderError",
     "is_retryable_status",
     "mapped_exceptions",
     "masked",
@@ -43,6 +44,35 @@ __all__ = [
     "retry_after_seconds",
     "to_provider_error",
 ]
+
+
+class ProviderError(BacktrackError):
+    """The drafter failed. `partial` is the GuideResult of the work committed before the failure.
+
+    `retry_after` is the wait in seconds the provider asked for (Retry-After), None when it did not.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        status: int | None = None,
+        request_id: str | None = None,
+        partial: PartialResult | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        self.message = message
+        self.retryable = retryable
+        self.status = status
+        self.request_id = request_id
+        self.partial = partial
+        self.retry_after = retry_after
+        extra = [f"status {status}"] if status is not None else []
+        if request_id:
+            extra.append(f"request id {request_id}")
+        super().__init__(f"{message} ({', '.join(extra)})" if extra else message)
+
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 """Client-error statuses worth a retry; every 5xx is retryable too (`is_retryable_status`)."""

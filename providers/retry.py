@@ -21,7 +21,7 @@ from typing import Any
 
 import tenacity
 
-from backtrack.errors import ProviderError
+from providers.errors import ProviderError
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",

@@ -19,9 +19,9 @@ import tempfile
 from pathlib import Path
 
 from backtrack import guide
-from backtrack.errors import ProviderError
-from backtrack.trace import GuideResult
+from backtrack.result import GuideResult
 from providers.base import Capabilities, DraftRequest, DraftStream
+from providers.errors import ProviderError
 
 PROMPT = "Describe our cat Felix as JSON: name, age in years, whether he stays indoors, his toys."
 SCHEMA = {

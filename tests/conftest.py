@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from servers import MockServer
 
-from backtrack.errors import TargetError
+from local_target.errors import TargetError
 
 if TYPE_CHECKING:
     from local_target import LocalTarget

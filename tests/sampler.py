@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - Python 3.10
 
 _C = sre_parse  # opcodes and categories are module attributes (LITERAL, IN, MAX_REPEAT, ...)
 
-# Directives only llguidance reads (as backtrack.grammar strips them before lark sees the text).
+# Directives only llguidance reads (as grammars.grammar strips them before lark sees the text).
 _LLGUIDANCE_ONLY = re.compile(r"^\s*%llguidance\b.*$", re.MULTILINE)
 
 # Characters drawn for negated classes and `.`: mostly ASCII, some multi-byte UTF-8 (accents, CJK,

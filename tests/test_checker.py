@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from backtrack.grammar import Grammar
+from grammars.grammar import Grammar
 
 JSON = Grammar.load("json")
 

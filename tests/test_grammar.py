@@ -11,9 +11,9 @@ import pytest
 from guidance import gen, select
 from pydantic import BaseModel
 
-from backtrack.errors import GrammarError, TextError
-from backtrack.grammar import Grammar
-from backtrack.prefix import PrefixCheck
+from grammars.errors import GrammarError, TextError
+from grammars.grammar import Grammar
+from grammars.prefix import PrefixCheck
 
 JSON = Grammar.load("json")
 QUOTE = repr('"')  # the readable item for a '"' (the three characters '"')

@@ -22,8 +22,8 @@ import pytest
 from pydantic import BaseModel
 
 from backtrack import aguide, guide
-from backtrack.errors import GrammarError, TextError
-from backtrack.grammar import Grammar, GrammarLimits
+from grammars.errors import GrammarError, TextError
+from grammars.grammar import Grammar, GrammarLimits
 
 ROOT = Path(__file__).resolve().parents[1]
 JSON = Grammar.load("json")
@@ -80,15 +80,15 @@ def sums(size: int) -> str:
 def test_3000_chained_rules_compile():
     """3,000 chained rules overflowed the stack of the engine's recursive compiler (SIGSEGV)."""
     script = """
-        from backtrack.grammar import Grammar
+        from grammars.grammar import Grammar
         print(Grammar.from_lark(args["text"]).matches("x"))
     """
     assert isolated(script, text=chain(3000)).split() == ["True"]
 
 
 REFUSED = """
-    from backtrack.errors import GrammarError
-    from backtrack.grammar import Grammar
+    from grammars.errors import GrammarError
+    from grammars.grammar import Grammar
     try:
         Grammar.{make}(args["spec"])
     except GrammarError as exc:
@@ -105,7 +105,7 @@ def test_rule_chain_past_max_depth_is_a_grammar_error():
 
 def test_raised_max_depth_allows_a_deeper_chain():
     script = """
-        from backtrack.grammar import Grammar, GrammarLimits
+        from grammars.grammar import Grammar, GrammarLimits
         grammar = Grammar.from_lark(args["text"], limits=GrammarLimits(max_depth=7000))
         print(grammar.matches("x"))
     """
@@ -182,8 +182,8 @@ def test_ambiguous_grammar_stops_at_the_work_budget():
     """3 KB under an ambiguous grammar took over two minutes; now a TextError where the budget of
     Earley items per position runs out, long before the end of the text."""
     script = """
-        from backtrack.errors import TextError
-        from backtrack.grammar import Grammar
+        from grammars.errors import TextError
+        from grammars.grammar import Grammar
         grammar, text = Grammar.from_lark(args["grammar"]), args["text"]
         def streamed():
             checker = grammar.checker()

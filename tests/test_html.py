@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from backtrack.html import render
-from backtrack.trace import OUTPUT_ORIGINS, GuideResult, Origin, Round, Span, Trace
+from backtrack.result import GuideResult
+from backtrack.trace import OUTPUT_ORIGINS, Origin, Round, Span, Trace
 
 ORIGINS = typing.get_args(Origin)
 SCRIPT = "<script>document.title='pwned'</script>"
@@ -36,6 +37,13 @@ PAGE_TAGS = {"html", "head", "meta", "title", "style", "body", "div", "h1", "h2"
 PAGE_TAGS |= {"span", "i", "bdi", "table", "tbody", "tr", "th", "td"}  # the browser adds tbody
 PAGE_ATTRIBUTES = {"lang", "charset", "http-equiv", "content", "class", "data-round", "data-ws"}
 PAGE_ATTRIBUTES |= {"data-tip"}
+
+
+def page_of(result: GuideResult) -> str:
+    """The page backtrack.html renders for `result` (what its to_html() returns)."""
+    return render(
+        result.trace, valid=result.valid, stop_reason=result.stop_reason, seconds=result.seconds
+    )
 
 
 def result_of(
@@ -123,7 +131,7 @@ def tips(page: str) -> list[str]:
 
 
 def test_model_text_never_becomes_markup() -> None:
-    page = render(hostile_result())
+    page = page_of(hostile_result())
     parsed = Page(page)
     assert set(parsed.tags) <= PAGE_TAGS
     assert "<script" not in page.lower() and "<img" not in page.lower()
@@ -135,20 +143,20 @@ def test_model_text_never_becomes_markup() -> None:
 
 @pytest.mark.parametrize("text", [SCRIPT, BREAKOUT, QUOTES, RTL, EMOJI, OVERRIDE])
 def test_hostile_text_is_escaped_and_shown(text: str) -> None:
-    page = render(hostile_result())
+    page = page_of(hostile_result())
     assert html.escape(text, quote=True) in page
     assert text in Page(page).text
 
 
 def test_each_span_appears_escaped_in_one_piece() -> None:
     result = hostile_result()
-    page = render(result)
+    page = page_of(result)
     for span in result.trace.spans:
         assert html.escape(span.text, quote=True) in page
 
 
 def test_round_details_are_escaped_into_the_hover_text() -> None:
-    page = render(hostile_result())
+    page = page_of(hostile_result())
     details = "\n".join(tips(page))
     assert f"expected at the cut: {iso(chr(39) + chr(34) + chr(39))}, {iso(SCRIPT)}" in details
     assert f"error: {iso(f'HTTP 500: {BREAKOUT} {QUOTES}')}" in details
@@ -159,7 +167,7 @@ def test_round_details_are_escaped_into_the_hover_text() -> None:
 
 
 def test_every_origin_has_its_colour_and_a_legend_entry() -> None:
-    page = render(hostile_result())
+    page = page_of(hostile_result())
     for origin in ORIGINS:
         assert f'class="s {origin}' in page, origin
         assert len(background(page, origin)) == 3, origin
@@ -168,7 +176,7 @@ def test_every_origin_has_its_colour_and_a_legend_entry() -> None:
 
 def test_summary_numbers() -> None:
     result = hostile_result()
-    summary = Page(re.search(r'<div class="summary">.*?</div>', render(result))[0]).text
+    summary = Page(re.search(r'<div class="summary">.*?</div>', page_of(result))[0]).text
     rejected = len(f"Sure! {SCRIPT}\n") + len(BREAKOUT) + 1 + len(f"\n{BREAKOUT}")
     for fact in [
         "valid",
@@ -186,7 +194,7 @@ def test_summary_numbers() -> None:
 
 def test_an_invalid_result_says_so() -> None:
     result = result_of([("{", "draft", 0)], [Round(0, "draft", "error", 0.1, 1, error="boom")])
-    page = render(replace(result, valid=False, stop_reason="error"))
+    page = page_of(replace(result, valid=False, stop_reason="error"))
     assert '<b class="bad">not valid</b>' in page and "stop: <b>error</b>" in page
 
 
@@ -194,7 +202,7 @@ def test_an_invalid_result_says_so() -> None:
     ("text", "marker"), [("\n", "↵"), ("  \t", "··⇥"), ("\r\n", "␍↵"), ("\n  ", "↵··")]
 )
 def test_blank_spans_are_marked(text: str, marker: str) -> None:
-    page = render(
+    page = page_of(
         result_of([("1", "draft", 0), (text, "rejected", 0)], [Round(0, "draft", "cut", 0)])
     )
     assert f'<span class="s rejected ws" data-ws="{marker}"' in page
@@ -266,7 +274,7 @@ class Dom(HTMLParser):
 
 
 def test_text_a_parser_would_change_is_encoded() -> None:
-    page = render(controls_result())
+    page = page_of(controls_result())
     assert "\x00" not in page and "\r" not in page
     # Three in the output, one in the prompt, one in the legend.
     assert page.count('<i class="nul"></i>') == 5
@@ -277,7 +285,7 @@ def test_text_a_parser_would_change_is_encoded() -> None:
 
 
 def test_model_text_in_the_table_and_the_details_is_isolated() -> None:
-    page = render(controls_result())
+    page = page_of(controls_result())
     isolated = Dom(page).isolated
     # Each untrusted piece on its own: an override in one expected item cannot reverse the next.
     assert f"'{OVERRIDE}'" in isolated and "'b'" in isolated
@@ -292,7 +300,7 @@ def test_round_boundaries_and_chunk_runs() -> None:
     spans += [(" ", "draft", 2), ("x", "dropped", 2)]
     rounds = [Round(0, "draft", "cut", 0), Round(1, "correction", "target_stopped", 0)]
     rounds += [Round(2, "draft", "trailing", 0)]
-    page = render(result_of(spans, rounds))
+    page = page_of(result_of(spans, rounds))
     assert re.findall(r'data-round="(\d+)"', page) == ["0", "1", "2"]
     # A streamed draft's chunks show as one span: same origin, same round.
     assert '<span class="s draft" data-tip="draft, 2 characters\nround 0: draft' in page
@@ -302,7 +310,7 @@ def test_round_boundaries_and_chunk_runs() -> None:
 def test_one_table_row_per_round_and_long_expectations_cut() -> None:
     expected = tuple(f"'{c}'" for c in "abcdefghijklmnopq")
     result = result_of([("x", "draft", 0)], [Round(0, "draft", "cut", 0.002, 1, 0, 1, expected)])
-    page = render(result)
+    page = page_of(result)
     assert page.count("<tr>") == 2  # header and one round
     shown = Page(page).text
     assert "'a', 'b'" in shown and "'l' … (+5 more)" in shown and "'m'" not in shown
@@ -310,13 +318,13 @@ def test_one_table_row_per_round_and_long_expectations_cut() -> None:
 
 def test_result_methods_render_the_same_page(tmp_path: Path) -> None:
     result = hostile_result()
-    page = render(result)
+    page = page_of(result)
     assert result.to_html() == page == result._repr_html_()
     assert result.save_html(tmp_path / "t.html").read_text(encoding="utf-8") == page
 
 
 def test_the_page_is_self_contained() -> None:
-    page = render(hostile_result())
+    page = page_of(hostile_result())
     assert page.startswith("<!DOCTYPE html>")
     assert "default-src 'none'; style-src 'unsafe-inline'" in page
     style = re.search(r"<style>(.*?)</style>", page, re.S)[1]

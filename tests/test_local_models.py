@@ -12,14 +12,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from providers.local import LocalDrafter
 from servers import MockServer, serving
 from test_guide import check_result
 
 from backtrack import Grammar, guide
-from backtrack.trace import GuideResult
+from backtrack.result import GuideResult
 from local_target import LocalTarget
 from providers import AnthropicDrafter, OpenAIChatDrafter, OpenAICompletionsDrafter
-from providers.local import LocalDrafter
 
 pytestmark = pytest.mark.e2e
 

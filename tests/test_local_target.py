@@ -21,9 +21,9 @@ import pytest
 import tokenizer_fixtures as tf
 import torch
 
-from backtrack.errors import TargetError
-from backtrack.grammar import Grammar
+from grammars.grammar import Grammar
 from local_target import LocalTarget, Sampling
+from local_target.errors import TargetError
 from local_target.sampling import choose
 
 # Tiny models on real tokenizers (forward passes), on one torch thread.

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import torch
 
-from backtrack.errors import TargetError
-from backtrack.grammar import Grammar
+from grammars.grammar import Grammar
 from local_target import LocalTarget
+from local_target.errors import TargetError
 
 pytestmark = pytest.mark.e2e
 

@@ -17,7 +17,7 @@ from backtrack import Grammar, GuideResult, ProviderError, TargetError, aguide, 
 from backtrack.answer_start import MAX_LIVE, SLICE
 from backtrack.guide import CHECK_SLICE
 from backtrack.loop import MAX_CHARS_PER_TOKEN, GuideLoop, Settings
-from backtrack.prefix import Checker
+from grammars.prefix import Checker
 
 JSON = Grammar.load("json")
 

@@ -30,9 +30,9 @@ from test_local_target import TARGETS, _by_bytes, assert_same_logits
 
 import providers
 from backtrack import aguide
-from backtrack.errors import TargetError
-from backtrack.grammar import Grammar
+from grammars.grammar import Grammar
 from local_target import LocalTarget, Sampling, TargetSession
+from local_target.errors import TargetError
 
 # Tiny models on real tokenizers (forward passes), on one torch thread.
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from backtrack.errors import GrammarError
+from grammars.errors import GrammarError
 
 # llguidance reads the grammar's JSON with serde_json, which stops at 128 levels; the request that
 # wraps a schema takes 4 of them. Not a GrammarLimits field: the engine fails past it anyway.

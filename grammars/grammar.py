@@ -14,14 +14,14 @@ import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeAlias
 
 import llguidance
 
-import grammars as shipped
-from backtrack.errors import GrammarError, TextError
-from backtrack.grammar_checks import GrammarLimits, check_lark, check_schema, check_size
-from backtrack.prefix import Checker, PrefixCheck, as_text, byte_tokenizer, check
+from grammars import shipped
+from grammars.checks import GrammarLimits, check_lark, check_schema, check_size
+from grammars.errors import GrammarError, TextError
+from grammars.prefix import Checker, PrefixCheck, as_text, byte_tokenizer, check
 
 __all__ = ["Grammar", "GrammarLimits"]
 
@@ -39,6 +39,17 @@ _TOO_MANY_SYMBOLS = "grammar.symbols.len() < u16::MAX"
 # can take (GrammarLimits.max_depth) independent of the caller's thread.
 _COMPILE_STACK = 64 << 20
 _compile_lock = threading.Lock()
+
+
+class GuidanceGrammar(Protocol):
+    """A guidance grammar object (`guidance.json(...)`, `select([...])`, `gen(regex=...)`)."""
+
+    def ll_grammar(self) -> str: ...
+
+
+GrammarLike: TypeAlias = "Grammar | str | dict[str, Any] | type[Any] | GuidanceGrammar"
+"""What `guide()`, `wrap()` and `Grammar.coerce` take as a grammar: a Grammar, a shipped name, Lark
+text, a JSON schema (a dict, or a pydantic model class) or a guidance grammar object."""
 
 
 def _grammar_error(message: str, source: str | None) -> GrammarError:
@@ -216,7 +227,9 @@ class Grammar:
         )
 
     @classmethod
-    def from_guidance(cls, node: Any, *, limits: GrammarLimits | None = None) -> Grammar:
+    def from_guidance(
+        cls, node: GuidanceGrammar, *, limits: GrammarLimits | None = None
+    ) -> Grammar:
         """A guidance grammar object: `guidance.json(...)`, `select([...])`, `gen(regex=...)`..."""
         to_ll = getattr(node, "ll_grammar", None)
         if to_ll is None:
@@ -227,7 +240,7 @@ class Grammar:
         return cls(ll_grammar, kind="guidance", source=ll_grammar, limits=limits)
 
     @classmethod
-    def coerce(cls, spec: Any, *, limits: GrammarLimits | None = None) -> Grammar:
+    def coerce(cls, spec: GrammarLike, *, limits: GrammarLimits | None = None) -> Grammar:
         """What `guide()` accepts: a Grammar, a shipped name, Lark text, a JSON schema (dict or
         pydantic class), or a guidance grammar object. A single word that is not a shipped name
         is taken for a mistyped one (no Lark grammar is one word)."""
@@ -243,7 +256,7 @@ class Grammar:
             isinstance(spec, type) and hasattr(spec, "model_json_schema")
         ):
             return cls.from_json_schema(spec, limits=limits)
-        if hasattr(spec, "ll_grammar"):
+        if not isinstance(spec, type) and hasattr(spec, "ll_grammar"):
             return cls.from_guidance(spec, limits=limits)
         raise GrammarError(f"cannot make a grammar from {type(spec).__name__}")
 

@@ -1,10 +1,11 @@
-"""Every error backtrack raises, under one root.
+"""The root of every error backtrack raises, and the errors of grammars and texts.
 
     BacktrackError
     ├── GrammarError        the grammar cannot be used (syntax, unsupported construct, unknown)
     ├── TextError           a text is not what it must be (not UTF-8, does not parse)
     ├── ProviderError       the drafter (an API) failed; says whether a retry could help
-    └── TargetError         the local model failed or was misused
+    │                       (providers.errors)
+    └── TargetError         the local model failed or was misused (local_target.errors)
 
 Errors about a position carry both the character and the UTF-8 byte offset, and `context()` draws
 a caret under the spot. Errors that interrupt a guided generation carry the partial result, so no
@@ -13,11 +14,27 @@ committed text is lost.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol
+
+
+class PartialResult(Protocol):
+    """What a guided run had committed when an error ended it: a `backtrack.GuideResult` (this
+    layer knows it by these fields only; narrow with isinstance for the rest)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def valid(self) -> bool: ...
+
+    def to_html(self) -> str: ...
 
 
 class BacktrackError(Exception):
-    """Root of every error raised by backtrack."""
+    """Root of every error raised by backtrack. `partial` is the result committed before the error
+    when the error ended a guided run, else None."""
+
+    partial: PartialResult | None = None
 
 
 def caret_view(text: str, char_offset: int, span: int = 40) -> str:
@@ -62,9 +79,7 @@ class GrammarError(BacktrackError):
 class TextError(BacktrackError, ValueError):
     """A text that is not what it must be, at `char_offset` (`byte_offset` in its UTF-8 form).
     When checking a draft stops a guided generation (a grammar past its work budget), `partial` is
-    the GuideResult of the work committed before it (else None)."""
-
-    partial: Any = None
+    the GuideResult of the work committed before it."""
 
     def __init__(
         self,
@@ -85,40 +100,3 @@ class TextError(BacktrackError, ValueError):
 
     def context(self) -> str:
         return caret_view(self.text, self.char_offset)
-
-
-class ProviderError(BacktrackError):
-    """The drafter failed. `partial` is the GuideResult of the work committed before the failure.
-
-    `retry_after` is the wait in seconds the provider asked for (Retry-After), None when it did not.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        retryable: bool = False,
-        status: int | None = None,
-        request_id: str | None = None,
-        partial: Any = None,
-        retry_after: float | None = None,
-    ) -> None:
-        self.message = message
-        self.retryable = retryable
-        self.status = status
-        self.request_id = request_id
-        self.partial = partial
-        self.retry_after = retry_after
-        extra = [f"status {status}"] if status is not None else []
-        if request_id:
-            extra.append(f"request id {request_id}")
-        super().__init__(f"{message} ({', '.join(extra)})" if extra else message)
-
-
-class TargetError(BacktrackError):
-    """The local target model failed or was used wrongly. When it ends a guided generation,
-    `partial` is the GuideResult of the work committed before it (else None)."""
-
-    def __init__(self, message: str, *, partial: Any = None) -> None:
-        self.partial = partial
-        super().__init__(message)

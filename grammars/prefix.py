@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 import llguidance
 
-from backtrack.errors import TextError, caret_view
+from grammars.errors import TextError, caret_view
 
 EOS = 256
 
