@@ -8,7 +8,9 @@ The top layer: the loop, guide(), wrap(), the trace, its HTML view and the CLI. 
 correcting model), and re-exports their public names; none of them imports it.
 """
 
-from backtrack.guide import aguide, guide
+from backtrack.guide import DrafterLike, aguide, guide
+from backtrack.local_drafter import LocalDrafter
+from backtrack.options import GuideOptions
 from backtrack.result import GuideResult
 from backtrack.trace import Round, Span, Trace
 from backtrack.wrap import wrap
@@ -22,20 +24,26 @@ from grammars import (
     PrefixCheck,
     TextError,
 )
+from local_target import LocalTarget, Sampling
 from local_target.errors import TargetError
 from providers.errors import ProviderError
 
 __all__ = [
     "BacktrackError",
     "Checker",
+    "DrafterLike",
     "Grammar",
     "GrammarError",
     "GrammarLike",
     "GrammarLimits",
+    "GuideOptions",
     "GuideResult",
+    "LocalDrafter",
+    "LocalTarget",
     "PrefixCheck",
     "ProviderError",
     "Round",
+    "Sampling",
     "Span",
     "TargetError",
     "TextError",

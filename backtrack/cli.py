@@ -17,29 +17,24 @@ gives up after `--timeout` seconds (60 by default) without an answer.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import dataclasses
-import importlib
-import json
 import math
 import os
 import sys
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from backtrack.cli_errors import CommandError, error_line
+from backtrack.cli_models import drafter_for, load_target, watched
+from backtrack.cli_output import report, report_failure
+from backtrack.guide import guide
+from backtrack.options import GuideOptions
 from backtrack.progress import Progress
 from backtrack.result import GuideResult
-from grammars import shipped
-from grammars.errors import BacktrackError, GrammarError
-from grammars.grammar import Grammar
-from local_target.errors import TargetError
+from grammars import BacktrackError, Grammar, GrammarError, shipped
+from local_target import Sampling
 from providers.errors import ProviderError
-
-if TYPE_CHECKING:
-    from local_target import LocalTarget
-    from providers.base import DraftRequest, DraftStream
 
 DEMO_PROMPT = "Give a JSON object with the name, color and age of a cat."
 # The demo's grammar: SmolLM2 tends to add keys or quote the age, which the schema forbids.
@@ -58,10 +53,6 @@ KEY_VARIABLES = {
     "openai": ("OPENAI_API_KEY",),
     "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
 }
-
-
-class CommandError(BacktrackError):
-    """A command line that cannot run as given (an unknown provider, a missing prompt...)."""
 
 
 # -- inputs ----------------------------------------------------------------------------------------
@@ -133,190 +124,6 @@ def _check_options(args: argparse.Namespace, kind: str) -> None:
         )
 
 
-# -- the models ------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _no_transformers_bars() -> Iterator[None]:
-    """transformers' own progress bars off (they would tear through ours), then as they were."""
-    from transformers.utils import logging
-
-    was_on = logging.is_progress_bar_enabled()
-    logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-    try:
-        yield
-    finally:
-        if was_on:
-            logging.enable_progress_bar()  # type: ignore[no-untyped-call]
-
-
-def _check_device(spec: str | None) -> None:
-    """A device torch knows and this machine has (None: chosen later, CUDA when present)."""
-    if spec is None:
-        return
-    import torch
-
-    try:
-        device = torch.device(spec)
-    except RuntimeError as exc:
-        raise CommandError(f"--device {spec}: {exc}") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise CommandError(f"--device {spec}: CUDA is not available here")
-
-
-def _target(args: argparse.Namespace, progress: Progress) -> LocalTarget:
-    """The local target: SmolLM2 by default, or a transformers model folder (`--target`)."""
-    if args.target is None:
-        with progress.step("loading the target model, SmolLM2-135M-Instruct"):
-            _check_device(args.device)
-            from local_target import LocalTarget
-
-            with _no_transformers_bars():
-                return LocalTarget.default(device=args.device, progress=progress.note)
-    folder = Path(args.target)
-    if not (folder / "config.json").is_file():
-        raise CommandError(f"--target {folder}: not a transformers model folder (no config.json)")
-    with progress.step(f"loading the target model from {folder}"), _no_transformers_bars():
-        _check_device(args.device)
-        from local_target import LocalTarget
-        from local_target.loading import load_pretrained, pick_device
-
-        try:
-            model, tokenizer = load_pretrained(folder, device=pick_device(args.device))
-        except (OSError, ValueError) as exc:
-            raise TargetError(f"cannot load the target model from {folder}: {exc}") from exc
-        return LocalTarget(model, tokenizer)
-
-
-def _client(kind: str, args: argparse.Namespace) -> Any:
-    """A sync SDK client. Retries are guide()'s (per round, counted in the trace), not the SDK's;
-    each request gives up after `--timeout` seconds without progress (the SDKs' own default, 600 s
-    for each of guide()'s attempts, would hang the command on a stalled server)."""
-    try:
-        sdk = importlib.import_module(kind)
-    except ImportError:
-        raise CommandError(
-            f"the {kind} provider needs the {kind} package: pip install {kind}"
-        ) from None
-    cls = sdk.OpenAI if kind == "openai" else sdk.Anthropic
-    options: dict[str, Any] = {"max_retries": 0, "timeout": args.timeout}
-    if args.base_url:
-        options["base_url"] = args.base_url
-    return cls(**options)
-
-
-def _drafter(args: argparse.Namespace, kind: str, model: str, target: LocalTarget) -> Any:
-    if kind == "local":
-        from providers.local import LocalDrafter
-
-        return LocalDrafter(target)
-    client = _client(kind, args)
-    if kind == "anthropic":
-        from providers.anthropic import AnthropicDrafter
-
-        return AnthropicDrafter(client, model)
-    from providers.openai import OpenAIChatDrafter, OpenAICompletionsDrafter
-
-    if args.completions:
-        return OpenAICompletionsDrafter(client, model)
-    return OpenAIChatDrafter(client, model)
-
-
-class _Watched:
-    """A drafter that reports each draft round to the progress display, then drafts as usual."""
-
-    def __init__(self, drafter: Any, progress: Progress, name: str) -> None:
-        self.drafter = drafter
-        self.progress = progress
-        self.name = name
-        self.drafts = 0
-
-    @property
-    def capabilities(self) -> Any:
-        return self.drafter.capabilities  # may change between rounds (a refused prefill)
-
-    @property
-    def target(self) -> Any:
-        """The local model the drafter runs on (None for an API): guide() then shares its cache."""
-        return getattr(self.drafter, "target", None)
-
-    def draft(self, request: DraftRequest) -> DraftStream:
-        self.drafts += 1
-        committed = len(request.prefix)
-        self.progress.status(f"draft {self.drafts} by {self.name}, {committed} characters kept")
-        stream: DraftStream = self.drafter.draft(request)
-        return stream
-
-
-# -- output ----------------------------------------------------------------------------------------
-
-
-def summary(result: GuideResult) -> str:
-    """One line: whether the text is valid, why it stopped, and what it cost."""
-    return (
-        f"valid: {result.valid}  stop: {result.stop_reason}  API calls: {result.api_calls}  "
-        f"corrections: {result.corrections}  characters accepted/rejected: "
-        f"{result.accepted_chars}/{result.rejected_chars}  local tokens: {result.local_tokens}  "
-        f"time: {result.seconds:.1f} s"
-    )
-
-
-def as_json(result: GuideResult) -> dict[str, Any]:
-    """The result as plain JSON data: the text, its counts, and every span and round."""
-    usage = result.usage
-    return {
-        "text": result.text,
-        "valid": result.valid,
-        "complete": result.complete,
-        "stop_reason": result.stop_reason,
-        "api_calls": result.api_calls,
-        "rounds": result.rounds,
-        "corrections": result.corrections,
-        "accepted_chars": result.accepted_chars,
-        "rejected_chars": result.rejected_chars,
-        "local_tokens": result.local_tokens,
-        "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
-        "seconds": round(result.seconds, 3),
-        "spans": [dataclasses.asdict(s) for s in result.trace.spans],
-        "round_details": [dataclasses.asdict(r) for r in result.trace.rounds],
-    }
-
-
-def _first_draft(result: GuideResult) -> str:
-    return "".join(s.text for s in result.trace.spans if s.round == 0)
-
-
-def _report(args: argparse.Namespace, result: GuideResult, progress: Progress) -> None:
-    if args.json:
-        print(json.dumps(as_json(result), ensure_ascii=False, indent=2))
-    elif args.show_draft:
-        print("--- unconstrained draft (first round) ---")
-        print(_first_draft(result))
-        print("--- guided result ---")
-        print(result.text)
-    else:
-        print(result.text)
-    sys.stdout.flush()
-    if not args.json:
-        progress.note(summary(result))
-    if args.html:
-        path = result.save_html(args.html)
-        progress.note(f"HTML trace written to {path.resolve()}")
-
-
-def _report_failure(
-    args: argparse.Namespace, exc: ProviderError, partial: GuideResult, progress: Progress
-) -> None:
-    """What was done before the failure is not lost: --json prints it with the error, --html
-    writes its trace. The error text is redacted (keys masked) like the error line."""
-    if args.json:
-        data = {**as_json(partial), "error": error_line(exc).removeprefix("backtrack: error: ")}
-        print(json.dumps(data, ensure_ascii=False, indent=2), flush=True)
-    if args.html:
-        path = partial.save_html(args.html)
-        progress.note(f"HTML trace of the work before the failure written to {path.resolve()}")
-
-
 # -- commands --------------------------------------------------------------------------------------
 
 
@@ -327,38 +134,38 @@ def run(args: argparse.Namespace) -> int:
     grammar = _grammar(args.grammar) if args.grammar else Grammar.from_json_schema(DEMO_SCHEMA)
     kind, model = _provider(args.provider)
     _check_options(args, kind)
+    options = _options(args)
     progress = Progress(quiet=args.quiet)
-    target = _target(args, progress)
-    drafter = _Watched(_drafter(args, kind, model, target), progress, args.provider)
+    target = load_target(args, progress)
+    drafter, client = drafter_for(args, kind, model, target)
     try:
         with progress.step(f"guided generation, {args.provider} drafting"):
-            result = _guide(args, drafter, grammar, prompt, target)
+            result = guide(
+                watched(drafter, progress, args.provider),
+                grammar,
+                prompt=prompt,
+                target=target,
+                options=options,
+            )
     except ProviderError as exc:
         if isinstance(exc.partial, GuideResult):
-            _report_failure(args, exc, exc.partial, progress)
+            report_failure(args, exc, exc.partial, progress)
         raise
     finally:
-        close = getattr(getattr(drafter.drafter, "client", None), "close", None)
-        if close is not None:
-            close()
-    _report(args, result, progress)
+        if client is not None:
+            client.close()
+    report(args, result, progress)
     return 0 if result.valid else 1
 
 
-def _guide(
-    args: argparse.Namespace, drafter: Any, grammar: Grammar, prompt: str, target: LocalTarget
-) -> GuideResult:
-    from backtrack.guide import guide
-
-    return guide(
-        drafter,
-        grammar,
-        prompt=prompt,
-        target=target,
-        max_corrections=args.max_corrections,
-        max_draft_tokens=args.max_draft_tokens,
-        completion_tokens=args.completion_tokens,
-    )
+def _options(args: argparse.Namespace) -> GuideOptions:
+    """The GuideOptions the flags set; the rest keep GuideOptions' defaults."""
+    changes = {name: getattr(args, name) for name in [*OPTION_FLAGS, "complete_on_budget"]}
+    sampling = Sampling(args.target_temperature, args.target_top_p, args.target_seed)
+    try:
+        return GuideOptions(sampling=sampling, **changes)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
 
 
 def demo(args: argparse.Namespace) -> int:
@@ -458,6 +265,30 @@ def _at_least(minimum: int) -> Callable[[str], int]:
     return convert
 
 
+# The GuideOptions set by a flag of the same name: (smallest value, what it is).
+OPTION_FLAGS: dict[str, tuple[int, str]] = {
+    "max_corrections": (0, "local corrections at most"),
+    "max_draft_tokens": (1, "tokens per draft request"),
+    "max_rounds": (1, "drafts and corrections in all"),
+    "correction_tokens": (1, "tokens per correction"),
+    "completion_tokens": (1, "tokens the target may finish with"),
+    "min_reuse_chars": (0, "a draft's rest that fits after a correction is kept from this length"),
+    "max_preamble_chars": (0, "how much of a first draft may be skipped as preamble"),
+    "max_attempts": (1, "attempts per draft request, retries included"),
+}
+
+
+def _temperature(text: str) -> float:
+    """An argparse type: a finite temperature >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, not {text}")
+    return value
+
+
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     """The options `run` and `demo` share."""
     p.add_argument(
@@ -465,23 +296,41 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--target", metavar="DIR", help="a local transformers model folder as target")
     p.add_argument("--device", help="where the target runs: cpu, cuda, cuda:1... (default: auto)")
+    defaults = GuideOptions()
+    for name, (minimum, what) in OPTION_FLAGS.items():
+        p.add_argument(
+            "--" + name.replace("_", "-"),
+            type=_at_least(minimum),
+            default=getattr(defaults, name),
+            metavar="N",
+            help=f"{what} (default: %(default)s)",
+        )
     p.add_argument(
-        "--max-corrections",
-        type=_at_least(0),
-        metavar="N",
-        help="local corrections at most (default: %(default)s)",
+        "--complete-on-budget",
+        action=argparse.BooleanOptionalAction,
+        default=defaults.complete_on_budget,
+        help="when the corrections run out, the target finishes the text (default: %(default)s)",
     )
     p.add_argument(
-        "--max-draft-tokens",
-        type=_at_least(1),
-        metavar="N",
-        help="tokens per draft (default: %(default)s)",
+        "--target-temperature",
+        type=_temperature,
+        default=defaults.sampling.temperature,
+        metavar="T",
+        help="the target's sampling temperature for corrections (default: %(default)s, greedy)",
     )
     p.add_argument(
-        "--completion-tokens",
-        type=_at_least(1),
+        "--target-top-p",
+        type=float,
+        default=defaults.sampling.top_p,
+        metavar="P",
+        help="the target's nucleus sampling (default: %(default)s)",
+    )
+    p.add_argument(
+        "--target-seed",
+        type=int,
+        default=defaults.sampling.seed,
         metavar="N",
-        help="tokens the target may finish with (default: %(default)s)",
+        help="seed of the target's sampling (default: none)",
     )
     p.add_argument("--html", metavar="FILE", help="write the trace as HTML to FILE")
     p.add_argument("--json", action="store_true", help="print the result as a JSON object")
@@ -524,14 +373,7 @@ def _run_parser(sub: Any) -> None:
         "%(default)s; a timed-out request is retried like a dropped one)",
     )
     _add_run_options(r)
-    r.set_defaults(
-        run=run,
-        max_corrections=8,
-        max_draft_tokens=512,
-        completion_tokens=512,
-        show_draft=False,
-        timeout=60.0,
-    )
+    r.set_defaults(run=run, show_draft=False, timeout=60.0)
 
 
 def _demo_parser(sub: Any) -> None:
@@ -602,20 +444,6 @@ def parser() -> argparse.ArgumentParser:
     g = sub.add_parser("grammars", help="list the shipped grammars")
     g.set_defaults(run=list_grammars)
     return top
-
-
-# -- errors ----------------------------------------------------------------------------------------
-
-
-def error_line(exc: BaseException) -> str:
-    """`exc` as one line, with every key value this process knows and anything shaped like a key
-    masked, whatever the error (a file's error could quote one as well as a provider's). Not a
-    CommandError: it says what is wrong with the command line before any request, and the key
-    patterns would mask its words ("OPENAI_API_KEY is not set")."""
-    from providers.errors import redact
-
-    text = " ".join(str(exc).split())
-    return f"backtrack: error: {text if isinstance(exc, CommandError) else redact(text)}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,10 +1,13 @@
-"""The decisions of guide(), with no I/O: `guide` and `aguide` are thin shells around GuideLoop.
+"""The decisions of a guided run, with no I/O: what is committed, where a draft is cut, when to
+correct, what of a draft's rest is reused. backtrack.driver turns them into effects for the sync
+and async shells.
 
-A shell asks `step()` what to do next, and reports back:
-  "draft"    -> `draft_request()`; feed each chunk to `on_chunk()` (False: close the stream);
-                then `end_draft(...)`, or `draft_failed(...)` when the provider raised.
-  "correct"  -> `target_call()` gives (committed text, until, max_tokens) for the local target;
-                hand its Correction to `apply_correction()`.
+The driver asks `step()` what to do next, and reports back:
+  "draft"    -> `draft_request()`; each chunk goes to `on_chunk()` (False: close the stream);
+                then `end_draft(...)`, or `draft_failed(...)` when the provider failed for good.
+  "correct"  -> `target_call()` gives the TargetCall for the local target (None: the run ends
+                instead); its Correction goes to `apply_correction()`, a TargetError to
+                `target_failed()`.
   "done"     -> `result()`.
 
 Invariant: `checker.text` is the committed output, and it is always a valid prefix of the grammar.
@@ -12,13 +15,13 @@ Invariant: `checker.text` is the committed output, and it is always a valid pref
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-# A module, not a name: see the import in backtrack/guide.py.
-import providers.errors as provider_errors
 from backtrack.answer_start import AnswerStart
+from backtrack.options import GuideOptions
 from backtrack.result import GuideResult
 from backtrack.trace import (
     Origin,
@@ -32,13 +35,15 @@ from backtrack.trace import (
 from grammars.prefix import append_piece
 from local_target.errors import TargetError
 from providers.base import AsyncDraftStream, DraftRequest, DraftStream, Prompt
-from providers.errors import ProviderError
+from providers.errors import ProviderError, redact
 
 if TYPE_CHECKING:
     from grammars.grammar import Grammar
     from local_target.session import Correction, Until
 
 Step = Literal["draft", "correct", "done"]
+
+logger = logging.getLogger(__name__)
 
 _BLANKS_OR_END = frozenset(b" \t\r\n") | {256}
 _LETTERS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
@@ -62,28 +67,12 @@ _TOKEN_ORIGIN: dict[str, Origin] = {
 
 
 @dataclass(frozen=True)
-class Settings:
-    """Budgets and policies of one guide() run."""
+class TargetCall:
+    """What the local target is asked: continue `text` until `until`, in at most `max_tokens`."""
 
-    max_corrections: int = 8
-    max_draft_tokens: int = 512
-    max_rounds: int = 32
-    correction_tokens: int = 16
-    completion_tokens: int = 512
-    complete_on_budget: bool = True
-    # A rejected remainder that still fits after a correction is kept when it completes the text
-    # or is at least this long (shorter pieces may have meant something else in their place).
-    min_reuse_chars: int = 12
-    # Before anything is committed, read up to this much of a draft to skip a preamble
-    # ("Here is the JSON: ```json") and start where the answer starts.
-    max_preamble_chars: int = 2000
-
-    def __post_init__(self) -> None:
-        for name in ("max_draft_tokens", "max_rounds", "correction_tokens", "completion_tokens"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.max_corrections < 0:
-            raise ValueError(f"max_corrections must be >= 0, got {self.max_corrections}")
+    text: str
+    until: Until
+    max_tokens: int
 
 
 @dataclass
@@ -101,10 +90,10 @@ class _Draft:
 
 
 class GuideLoop:
-    def __init__(self, grammar: Grammar, prompt: Prompt, settings: Settings) -> None:
+    def __init__(self, grammar: Grammar, prompt: Prompt, options: GuideOptions) -> None:
         self.grammar = grammar
         self.prompt = prompt
-        self.settings = settings
+        self.options = options
         self.checker = grammar.checker()
         self._spans: list[Span] = []
         # The last span's text, still growing: adjacent pieces of one origin and round make one
@@ -148,7 +137,7 @@ class GuideLoop:
     def step(self) -> Step:
         if self.stop_reason is not None:
             return "done"
-        if self._next == "draft" and len(self.rounds) >= self.settings.max_rounds:
+        if self._next == "draft" and len(self.rounds) >= self.options.max_rounds:
             self._next = "correct"
         return self._next
 
@@ -164,9 +153,9 @@ class GuideLoop:
             accepted=failed.accepted if failed else 0,
             seeker=None
             if self.text
-            else AnswerStart(self.grammar, limit=self.settings.max_preamble_chars),
+            else AnswerStart(self.grammar, limit=self.options.max_preamble_chars),
         )
-        return DraftRequest(self.prompt, self.text, self.settings.max_draft_tokens)
+        return DraftRequest(self.prompt, self.text, self.options.max_draft_tokens)
 
     def on_chunk(self, chunk: str, *, stripped: str = "") -> bool:
         """Take a streamed chunk; False means: close the stream now.
@@ -177,7 +166,7 @@ class GuideLoop:
         if draft is None:
             raise RuntimeError("on_chunk() outside a draft round")
         self._note_stripped(draft, stripped)
-        budget = self.settings.max_draft_tokens * MAX_CHARS_PER_TOKEN
+        budget = self.options.max_draft_tokens * MAX_CHARS_PER_TOKEN
         if draft.read + len(chunk) > budget:
             chunk = chunk[: budget - draft.read]
             draft.over_budget = True
@@ -214,7 +203,7 @@ class GuideLoop:
         if seeker is None:
             raise RuntimeError("no answer start is being sought")
         if start is None:
-            if seeker.length < self.settings.max_preamble_chars and not final:
+            if seeker.length < self.options.max_preamble_chars and not final:
                 return True
             start = 0  # no answer found: treat the draft as an ordinary (cut) draft
         draft.seeker = None
@@ -282,6 +271,15 @@ class GuideLoop:
             self._next = "draft"  # cut short by its token budget: let it go on
         else:
             self._next = "correct"
+        logger.debug(
+            "draft round %d ended %s (%s): %d characters accepted, %d rejected%s",
+            len(self.rounds),
+            ended,
+            finish_reason,
+            draft.accepted,
+            len(rest),
+            f", cut at character {cut_at}" if cut_at is not None else "",
+        )
         self.rounds.append(
             Round(
                 index=len(self.rounds),
@@ -315,7 +313,7 @@ class GuideLoop:
                 seconds=time.perf_counter() - started,
                 accepted_chars=draft.accepted if draft else 0,
                 retries=retries,
-                error=provider_errors.redact(str(error)),
+                error=redact(str(error)),
             )
         )
         self._draft = None
@@ -337,18 +335,19 @@ class GuideLoop:
 
     # -- corrections ----------------------------------------------------------------------------
 
-    def target_call(self) -> tuple[str, Until, int]:
-        """(committed text, until, max_tokens) for the target's next correction."""
+    def target_call(self) -> TargetCall | None:
+        """The target's next correction, or None when the budget is spent and the caller opted
+        out of completion (the run ends)."""
         corrections = sum(1 for r in self.rounds if r.kind != "draft")
-        self._completing = corrections >= self.settings.max_corrections or (
-            len(self.rounds) >= self.settings.max_rounds
+        self._completing = corrections >= self.options.max_corrections or (
+            len(self.rounds) >= self.options.max_rounds
         )
-        if self._completing and not self.settings.complete_on_budget:
+        if self._completing and not self.options.complete_on_budget:
             self.stop_reason = "max_corrections"
-            return self.text, "complete", 1
+            return None
         if self._completing:
-            return self.text, "complete", self.settings.completion_tokens
-        return self.text, "terminal", self.settings.correction_tokens
+            return TargetCall(self.text, "complete", self.options.completion_tokens)
+        return TargetCall(self.text, "terminal", self.options.correction_tokens)
 
     def apply_correction(self, correction: Correction) -> None:
         start_chars = self.checker.chars
@@ -362,6 +361,15 @@ class GuideLoop:
             self._span(piece, _TOKEN_ORIGIN[flag])
         reused = self._reuse_rest()
         kind: RoundKind = "completion" if self._completing else "correction"
+        logger.debug(
+            "%s round %d: %d characters in %d local tokens (%s), %d characters of the draft reused",
+            kind,
+            len(self.rounds),
+            len(correction.text),
+            len(correction.tokens),
+            correction.stop_reason,
+            len(reused),
+        )
         self.rounds.append(
             Round(
                 index=len(self.rounds),
@@ -389,7 +397,7 @@ class GuideLoop:
                 kind="completion" if self._completing else "correction",
                 ended="error",
                 seconds=0.0,
-                error=provider_errors.redact(str(error)),
+                error=redact(str(error)),
             )
         )
         self.stop_reason = "error"
@@ -403,7 +411,7 @@ class GuideLoop:
             return ""  # inside a string the correction opened: the rest would become its content
         before = self.checker.chars
         taken = self.checker.feed(rest)
-        long_enough = len(rest) >= self.settings.min_reuse_chars
+        long_enough = len(rest) >= self.options.min_reuse_chars
         if taken == len(rest) and (self.checker.complete or long_enough):
             self._span(rest, "reused")
             return rest

@@ -15,11 +15,18 @@ from __future__ import annotations
 import functools
 import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from backtrack.guide import aguide, guide
+from backtrack.options import GuideOptions, option_names, resolve
 from backtrack.result import GuideResult
+from grammars import GrammarLike
+from local_target import LocalTarget
+from providers.anthropic import AnthropicDrafter
 from providers.base import Message, check_prompt
+from providers.openai import OpenAIChatDrafter
 
 
 class _Proxy:
@@ -42,33 +49,60 @@ def _is_async(client: Any) -> bool:
     return type(client).__name__.startswith("Async")
 
 
-def wrap(client: Any, **guide_defaults: Any) -> Any:
+def wrap(
+    client: Any,
+    *,
+    target: LocalTarget | None = None,
+    options: GuideOptions | None = None,
+    **option_changes: Any,
+) -> Any:
     """`client` with `grammar=` on `chat.completions.create` (OpenAI) or `messages.create`
-    (Anthropic). `guide_defaults` (target, max_corrections, ...) apply to every guided call."""
+    (Anthropic). `target` (the local model) and `options` (a GuideOptions, or single options as
+    keywords) apply to every guided call. A guided call may change them for itself by name
+    (`create(..., grammar="json", max_corrections=2, target=...)`) or give `guide_options=`; its
+    `max_tokens` is the budget of each draft request (max_draft_tokens)."""
+    defaults = resolve("wrap", options, option_changes, also=("target", "options"))
     kind = type(client).__module__.split(".", 1)[0]
     if kind == "openai":
         completions = client.chat.completions
-        create = _openai_create(client, completions.create, guide_defaults)
+        create = _openai_create(client, completions.create, _Defaults(target, defaults))
         chat = _Proxy(client.chat, completions=_Proxy(completions, create=create))
         return _Proxy(client, chat=chat)
     if kind == "anthropic":
-        create = _anthropic_create(client, client.messages.create, guide_defaults)
+        create = _anthropic_create(client, client.messages.create, _Defaults(target, defaults))
         return _Proxy(client, messages=_Proxy(client.messages, create=create))
     raise TypeError(f"wrap() takes an OpenAI or Anthropic client, not {type(client).__name__}")
 
 
-def _split(kwargs: dict[str, Any], defaults: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """(grammar, guide() options) taken out of a create() call's kwargs."""
+@dataclass(frozen=True)
+class _Defaults:
+    """What wrap() was given for every guided call."""
+
+    target: LocalTarget | None
+    options: GuideOptions
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One guided create() call, taken apart: the drafter, the grammar, and guide()'s arguments."""
+
+    drafter: OpenAIChatDrafter | AnthropicDrafter
+    grammar: GrammarLike
+    prompt: list[Message]
+    target: LocalTarget | None
+    options: GuideOptions
+
+
+def _split(kwargs: dict[str, Any], defaults: _Defaults) -> tuple[GrammarLike, GuideOptions]:
+    """(grammar, options) taken out of a create() call's kwargs; what is left goes to the API."""
     if kwargs.get("stream"):
         raise ValueError("grammar= does not combine with stream=True: the result is checked whole")
     kwargs.pop("stream", None)
-    options = dict(defaults)
-    for name in ("target", "max_corrections"):
-        if name in kwargs:
-            options[name] = kwargs.pop(name)
+    changes = {name: kwargs.pop(name) for name in option_names() if name in kwargs}
     for name in ("max_tokens", "max_completion_tokens"):
         if name in kwargs:
-            options["max_draft_tokens"] = kwargs.pop(name)
+            changes["max_draft_tokens"] = kwargs.pop(name)
+    options = resolve("create", kwargs.pop("guide_options", None) or defaults.options, changes)
     return kwargs.pop("grammar"), options
 
 
@@ -95,51 +129,63 @@ def _messages(kwargs: dict[str, Any]) -> list[Message]:
     return list(messages)
 
 
-def _guided_create(client: Any, original: Any, setup: Any, respond: Any) -> Any:
+def _guided_create(
+    client: Any,
+    original: Callable[..., Any],
+    setup: Callable[[dict[str, Any]], _Call],
+    respond: Callable[[str, GuideResult], Any],
+) -> Callable[..., Any]:
     """`create` (or async `acreate`) that runs guide() when given `grammar=`, else `original`.
-    `setup(kwargs)` gives (drafter, grammar, guide options); `respond(model, result)` the SDK
-    response."""
+    `setup(kwargs)` takes the call apart; `respond(model, result)` gives the SDK response."""
     if _is_async(client):
 
         async def acreate(*args: Any, **kwargs: Any) -> Any:
             if "grammar" not in kwargs:
                 return await original(*args, **kwargs)
-            drafter, grammar, options = setup(kwargs)
-            return respond(drafter.model, await aguide(drafter, grammar, **options))
+            call = setup(kwargs)
+            result = await aguide(
+                call.drafter,
+                call.grammar,
+                prompt=call.prompt,
+                target=call.target,
+                options=call.options,
+            )
+            return respond(call.drafter.model, result)
 
         return acreate
 
     def create(*args: Any, **kwargs: Any) -> Any:
         if "grammar" not in kwargs:
             return original(*args, **kwargs)
-        drafter, grammar, options = setup(kwargs)
-        return respond(drafter.model, guide(drafter, grammar, **options))
+        call = setup(kwargs)
+        result = guide(
+            call.drafter, call.grammar, prompt=call.prompt, target=call.target, options=call.options
+        )
+        return respond(call.drafter.model, result)
 
     return create
 
 
-def _openai_create(client: Any, original: Any, defaults: dict[str, Any]) -> Any:
-    from providers.openai import OpenAIChatDrafter
-
-    def setup(kwargs: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
+def _openai_create(client: Any, original: Any, defaults: _Defaults) -> Callable[..., Any]:
+    def setup(kwargs: dict[str, Any]) -> _Call:
         grammar, options = _split(kwargs, defaults)
+        target = kwargs.pop("target", defaults.target)
         model, messages = _required(kwargs, "model"), _messages(kwargs)
         drafter = OpenAIChatDrafter(client, model, **kwargs)
-        return drafter, grammar, dict(options, prompt=messages)
+        return _Call(drafter, grammar, messages, target, options)
 
     return _guided_create(client, original, setup, _chat_completion)
 
 
-def _anthropic_create(client: Any, original: Any, defaults: dict[str, Any]) -> Any:
-    from providers.anthropic import AnthropicDrafter
-
-    def setup(kwargs: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
+def _anthropic_create(client: Any, original: Any, defaults: _Defaults) -> Callable[..., Any]:
+    def setup(kwargs: dict[str, Any]) -> _Call:
         grammar, options = _split(kwargs, defaults)
+        target = kwargs.pop("target", defaults.target)
         model, messages = _required(kwargs, "model"), _messages(kwargs)
         if "system" in kwargs:
             messages.insert(0, {"role": "system", "content": kwargs.pop("system")})
         drafter = AnthropicDrafter(client, model, **kwargs)
-        return drafter, grammar, dict(options, prompt=messages)
+        return _Call(drafter, grammar, messages, target, options)
 
     return _guided_create(client, original, setup, _message)
 

@@ -210,9 +210,8 @@ class InProcess:
             extra = {"forced": c.flags.count("forced"), "stop": c.stop_reason}
             extra["generated_tokens"] = len(c.tokens)
             return {"text": c.text, "setup_seconds": setup, "extra": extra} | clock.times()
-        from providers.local import LocalDrafter
-
         from backtrack import guide
+        from backtrack.local_drafter import LocalDrafter
 
         with Clock() as clock:
             result = guide(

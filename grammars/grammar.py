@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 import re
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias
@@ -28,6 +30,8 @@ __all__ = ["Grammar", "GrammarLimits"]
 Kind = Literal["lark", "json_schema", "regex", "guidance"]
 
 # llguidance reports positions as "at 3(14): ..." or "3(14): ..." (line, column; 1-based).
+logger = logging.getLogger(__name__)
+
 _POSITION = re.compile(r"^(?:at )?(\d+)\((\d+)\):\s*(.*)$")
 # Directives only llguidance reads; they are removed before the text goes to the lark library.
 _LLGUIDANCE_ONLY = re.compile(r"^\s*%llguidance\b.*$", re.MULTILINE)
@@ -77,6 +81,7 @@ def _compile(
     """A new matcher, compiled on a thread with a 64 MiB stack (the engine recurses once per rule
     level, about 3 KB a level; a caller's thread may have as little as 512 KB)."""
     built: list[llguidance.LLMatcher] = []
+    started = time.perf_counter()
 
     def run() -> None:
         built.append(llguidance.LLMatcher(tokenizer, ll_grammar, log_level=0, limits=limits))
@@ -89,6 +94,12 @@ def _compile(
         finally:
             threading.stack_size(previous)
     worker.join()
+    logger.debug(
+        "compiled a %d-byte grammar for a %d-token vocabulary in %.3f s",
+        len(ll_grammar),
+        tokenizer.vocab_size,
+        time.perf_counter() - started,
+    )
     return built[0]
 
 

@@ -26,7 +26,7 @@ from providers.base import (
 from providers.errors import ProviderError, to_provider_error
 from providers.function import FunctionDrafter
 from providers.openai import OpenAIChatDrafter, OpenAICompletionsDrafter
-from providers.retry import async_retrying, retrying, should_retry
+from providers.retry import next_wait, should_retry
 
 __all__ = [
     "Aligner",
@@ -43,9 +43,8 @@ __all__ = [
     "ProviderError",
     "Usage",
     "as_drafter",
-    "async_retrying",
     "instruction",
-    "retrying",
+    "next_wait",
     "should_retry",
     "to_provider_error",
 ]

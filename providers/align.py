@@ -25,7 +25,6 @@ __all__ = [
     "as_messages",
     "continued_text",
     "instruction",
-    "with_hint",
 ]
 
 CONTINUE_INSTRUCTION = (
@@ -66,39 +65,16 @@ def continued_text(prompt: Prompt, prefix: str) -> tuple[list[Message], str]:
     return messages, prefix
 
 
-def _hint_sentence(grammar_hint: str) -> str:
-    return f"The complete reply must follow this format: {grammar_hint}"
-
-
-def with_hint(messages: list[Message], grammar_hint: str | None) -> list[Message]:
-    """`messages` with the grammar hint added to the last user message (or as a new one)."""
-    if not grammar_hint:
-        return messages
-    sentence = _hint_sentence(grammar_hint)
-    if messages and messages[-1].get("role") == "user":
-        last = dict(messages[-1])
-        content = last.get("content")
-        if isinstance(content, str):
-            last["content"] = f"{content}\n\n{sentence}"
-            return [*messages[:-1], last]
-        if isinstance(content, list):
-            last["content"] = [*content, {"type": "text", "text": sentence}]
-            return [*messages[:-1], last]
-    return [*messages, {"role": "user", "content": sentence}]
-
-
-def instruction(prompt: Prompt, prefix: str, grammar_hint: str | None = None) -> list[Message]:
+def instruction(prompt: Prompt, prefix: str) -> list[Message]:
     """Messages that ask a chat model to continue `prefix` and to reply with the continuation only.
 
     The text so far goes in as the model's own last message, followed by a user message asking it
-    to go on. With nothing to continue, the conversation is sent as it is (plus the hint).
+    to go on. With nothing to continue, the conversation is sent as it is.
     """
     history, text = continued_text(prompt, prefix)
     if not text:
-        return with_hint(history, grammar_hint)
+        return history
     ask = CONTINUE_INSTRUCTION
-    if grammar_hint:
-        ask = f"{ask} {_hint_sentence(grammar_hint)}"
     return [*history, {"role": "assistant", "content": text}, {"role": "user", "content": ask}]
 
 

@@ -18,12 +18,13 @@ retries whole rounds and counts every request (providers.retry).
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from typing import Any, ClassVar
 
 from providers._stream import Alignment, AnyStream, async_stream, finish, header, sync_stream
-from providers.align import as_messages, continued_text, instruction, with_hint
+from providers.align import as_messages, continued_text, instruction
 from providers.base import (
     AsyncDraftStream,
     Capabilities,
@@ -37,6 +38,8 @@ from providers.openai import is_async_client
 from providers.retry import without_sdk_retries
 
 __all__ = ["AnthropicDrafter", "refuses_prefill"]
+
+logger = logging.getLogger(__name__)
 
 _STOP: dict[str, FinishReason] = {
     "end_turn": "stop",
@@ -156,6 +159,7 @@ class AnthropicDrafter:
             return to_provider_error(exc)
         with self._lock:
             self._no_prefill.add(self.model)
+        logger.debug("model %r refuses prefill; asking without it from now on", self.model)
         self.capabilities = Capabilities(prefill=False, streaming=True)
         return ProviderError(
             f"{self.model!r} refuses assistant prefill; the next attempt asks without it",
@@ -170,14 +174,14 @@ class AnthropicDrafter:
         conversation, system = _split_system(as_messages(request.prompt))
         history, text = continued_text(conversation, request.prefix)
         if prefill:
-            messages = with_hint(history, request.grammar_hint)
+            messages = history
             head = text.rstrip()
             if head:
                 messages.append({"role": "assistant", "content": head})
             # The reply starts where `head` ends; it may or may not write the cut whitespace.
             alignment = Alignment(text[len(head) :], anchored=True, strip_fence=not head)
         else:
-            messages = instruction(conversation, request.prefix, request.grammar_hint)
+            messages = instruction(conversation, request.prefix)
             alignment = Alignment(text)
         kwargs: dict[str, Any] = {**self.create_kwargs}
         if system is not None:
@@ -185,8 +189,6 @@ class AnthropicDrafter:
         kwargs.update(
             model=self.model, messages=messages, max_tokens=request.max_tokens, stream=True
         )
-        if request.stop:
-            kwargs["stop_sequences"] = list(request.stop)
         return kwargs, alignment
 
     def draft(self, request: DraftRequest) -> DraftStream:

@@ -52,12 +52,6 @@ class DraftRequest:
     prompt: Prompt
     prefix: str = ""
     max_tokens: int = 512
-    stop: tuple[str, ...] = ()
-    # A sentence of the grammar the reply must follow, shown to instruction-following models.
-    grammar_hint: str | None = None
-    # The local target's session of this request: a drafter on the same model drafts in it, so
-    # drafts and corrections share one KV cache (providers.local.LocalDrafter).
-    session: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -136,7 +130,8 @@ class AsyncDraftStream:
 class Drafter(Protocol):
     """A black-box model that drafts continuations."""
 
-    capabilities: Capabilities
+    @property
+    def capabilities(self) -> Capabilities: ...
 
     def draft(self, request: DraftRequest) -> DraftStream:
         """Start a draft. Raises ProviderError (retryable or not) when the request fails."""
@@ -147,7 +142,8 @@ class Drafter(Protocol):
 class AsyncDrafter(Protocol):
     """The async twin of Drafter."""
 
-    capabilities: Capabilities
+    @property
+    def capabilities(self) -> Capabilities: ...
 
     async def adraft(self, request: DraftRequest) -> AsyncDraftStream:
         """Start a draft. Raises ProviderError (retryable or not) when the request fails."""

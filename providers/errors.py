@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import logging
 import math
 import os
 import re
@@ -73,6 +74,8 @@ class ProviderError(BacktrackError):
             extra.append(f"request id {request_id}")
         super().__init__(f"{message} ({', '.join(extra)})" if extra else message)
 
+
+logger = logging.getLogger(__name__)
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 """Client-error statuses worth a retry; every 5xx is retryable too (`is_retryable_status`)."""
@@ -287,6 +290,18 @@ def to_provider_error(exc: BaseException) -> ProviderError:
     """
     if isinstance(exc, ProviderError):
         return exc
+    error = _translated(exc)
+    logger.debug(
+        "%s from the provider: status %s, retryable %s, request id %s",
+        type(exc).__name__,
+        error.status,
+        error.retryable,
+        error.request_id,
+    )
+    return error
+
+
+def _translated(exc: BaseException) -> ProviderError:
     if _is(exc, _sdk_classes("APIStatusError")):
         return _status_error(exc)
     if _is(exc, _sdk_classes("APIConnectionError")):

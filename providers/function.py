@@ -7,7 +7,7 @@ The function is the black box. It continues text, so it has prefill; it streams 
     def f(...) -> Iterator[str]                      a generator: chunks, streaming
     async def f(...) -> str / async generator        for adraft() and aguide()
 
-A function that names `max_tokens` or `stop` among its parameters gets them too. Whatever it
+A function that names `max_tokens` among its parameters gets it too. Whatever it
 raises reaches the loop as a ProviderError (`from` the original) with every key masked: an SDK or
 transport error keeps its retryable flag, anything else is not retryable.
 """
@@ -26,7 +26,7 @@ from providers.errors import ProviderError, mapped_exceptions, masked, redact, t
 __all__ = ["FunctionDrafter"]
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-_FORWARDED = ("max_tokens", "stop")
+_FORWARDED = ("max_tokens",)
 _END = object()  # what next()/anext() give when a function's chunks run out
 
 
@@ -53,7 +53,7 @@ def _takes_prefix(fn: Callable[..., Any]) -> tuple[bool, frozenset[str]]:
         parameters = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
         return False, frozenset()
-    # max_tokens and stop go by keyword; the text arguments are the other positional ones.
+    # max_tokens goes by keyword; the text arguments are the other positional ones.
     positional = [p for p in parameters if p.kind in _POSITIONAL and p.name not in _FORWARDED]
     required = [p for p in positional if p.default is inspect.Parameter.empty]
     variadic = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
@@ -121,8 +121,6 @@ class FunctionDrafter:
         kwargs: dict[str, Any] = {}
         if "max_tokens" in self._forwarded:
             kwargs["max_tokens"] = request.max_tokens
-        if "stop" in self._forwarded:
-            kwargs["stop"] = request.stop
         with _translated():
             return self.fn(*args, **kwargs)
 

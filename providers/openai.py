@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from providers._stream import Alignment, AnyStream, async_stream, finish, header, sync_stream
-from providers.align import continued_text, instruction, with_hint
+from providers.align import continued_text, instruction
 from providers.base import (
     AsyncDraftStream,
     Capabilities,
@@ -122,8 +122,6 @@ class _OpenAIDrafter:
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        if request.stop:
-            kwargs["stop"] = list(request.stop)
         return kwargs
 
     def draft(self, request: DraftRequest) -> DraftStream:
@@ -188,9 +186,8 @@ class OpenAIChatDrafter(_OpenAIDrafter):
         """The messages this drafter sends for `request`, and how the reply will be aligned."""
         history, text = continued_text(request.prompt, request.prefix)
         if not self.prefill:
-            asked = instruction(request.prompt, request.prefix, request.grammar_hint)
+            asked = instruction(request.prompt, request.prefix)
             return asked, Alignment(text)
-        history = with_hint(history, request.grammar_hint)
         if not text:
             return history, Alignment("")  # a fresh answer: only a fence opening to strip
         history.append({"role": "assistant", "content": text})
@@ -211,7 +208,7 @@ class OpenAIChatDrafter(_OpenAIDrafter):
 class OpenAICompletionsDrafter(_OpenAIDrafter):
     """The completions endpoint as a drafter: the model continues `prompt + prefix` verbatim.
 
-    The prompt must be a str (this endpoint takes no messages); `grammar_hint` is not sent.
+    The prompt must be a str (this endpoint takes no messages).
     """
 
     def __init__(self, client: Any, model: str, **create_kwargs: Any) -> None:

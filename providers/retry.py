@@ -1,14 +1,24 @@
 """The retry policy, in one place: which failures to retry, how long to wait, how many times.
 
-The guide loop wraps each whole draft round in `retrying()` / `async_retrying()`, not each HTTP
-request: a connection dropped mid-stream must resume from the text committed so far, which only
-the loop knows. Drafters therefore never retry by themselves, and the SDK clients they are given
-do not either: each drafter calls its client through `without_sdk_retries(client)` (a copy with
+The guide driver (backtrack.driver) retries each whole draft round, not each HTTP request: a
+connection dropped mid-stream must resume from the text committed so far, which only the loop
+knows. Drafters therefore never retry by themselves, and the SDK clients they are given do not
+either: each drafter calls its client through `without_sdk_retries(client)` (a copy with
 `max_retries=0`; the user's client is not changed), so every request sent is one the loop counts.
 
-    for attempt in retrying(on_retry=count):
-        with attempt:
-            run_round()
+The policy has no I/O: `next_wait(attempt, exc, max_attempts)` says how long to wait before the
+next attempt, or None to give up; the driver's sync and async shells do the waiting.
+
+    attempt = 1
+    while True:
+        try:
+            return run_round()
+        except Exception as exc:
+            wait = next_wait(attempt, exc, max_attempts)
+            if wait is None:
+                raise
+            time.sleep(wait)
+            attempt += 1
 
 Tests set the wait to zero by patching `providers.retry.backoff`.
 """
@@ -16,7 +26,6 @@ Tests set the wait to zero by patching `providers.retry.backoff`.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from typing import Any
 
 import tenacity
@@ -28,10 +37,8 @@ __all__ = [
     "INITIAL_BACKOFF",
     "MAX_BACKOFF",
     "MAX_RETRY_AFTER",
-    "RetryCallback",
-    "async_retrying",
     "backoff",
-    "retrying",
+    "next_wait",
     "should_retry",
     "without_sdk_retries",
 ]
@@ -44,9 +51,6 @@ MAX_BACKOFF = 8.0
 """The exponential backoff stops growing here."""
 MAX_RETRY_AFTER = 60.0
 """A longer Retry-After is cut to this: a guided generation should not hang for minutes."""
-
-RetryCallback = Callable[[int, BaseException], None]
-"""`on_retry(retry_number, exc)`, called before each wait; `retry_number` is 1 for the first."""
 
 
 def without_sdk_retries(client: Any) -> Any:
@@ -73,39 +77,24 @@ def backoff(attempt: int, exc: BaseException | None) -> float:
     return delay * (1.0 - 0.25 * random.random())
 
 
-def _wait(state: tenacity.RetryCallState) -> float:
-    exc = state.outcome.exception() if state.outcome is not None else None
-    # Looked up at call time, so that patching `providers.retry.backoff` takes effect.
-    return backoff(state.attempt_number, exc)
+# The object tenacity's strategies are asked about; its own loop is never run.
+_POLICY = tenacity.Retrying()
 
 
-def _policy(max_attempts: int, on_retry: RetryCallback | None) -> dict[str, Any]:
+def next_wait(attempt: int, exc: BaseException, max_attempts: int) -> float | None:
+    """After failed attempt number `attempt` (1-based) ended with `exc`: the seconds to wait before
+    the next attempt, or None to give up (`exc` is not retryable, or `max_attempts` are spent).
+
+    tenacity's strategies decide (stop after `max_attempts`, retry if `should_retry`), with
+    `backoff` as the wait; no sleeping happens here."""
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
-
-    def before_sleep(state: tenacity.RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome is not None else None
-        if on_retry is not None and exc is not None:
-            on_retry(state.attempt_number, exc)
-
-    return {
-        "stop": tenacity.stop_after_attempt(max_attempts),
-        "wait": _wait,
-        "retry": tenacity.retry_if_exception(should_retry),
-        "before_sleep": before_sleep,
-        "reraise": True,
-    }
-
-
-def retrying(
-    *, max_attempts: int = DEFAULT_MAX_ATTEMPTS, on_retry: RetryCallback | None = None
-) -> tenacity.Retrying:
-    """A tenacity.Retrying with this policy; the last error is re-raised as itself."""
-    return tenacity.Retrying(**_policy(max_attempts, on_retry))
-
-
-def async_retrying(
-    *, max_attempts: int = DEFAULT_MAX_ATTEMPTS, on_retry: RetryCallback | None = None
-) -> tenacity.AsyncRetrying:
-    """The async twin of `retrying()` (`async for attempt in async_retrying(): with attempt:`)."""
-    return tenacity.AsyncRetrying(**_policy(max_attempts, on_retry))
+    state = tenacity.RetryCallState(_POLICY, None, (), {})
+    state.attempt_number = attempt
+    state.set_exception((type(exc), exc, exc.__traceback__))
+    if not tenacity.retry_if_exception(should_retry)(state):
+        return None
+    if tenacity.stop_after_attempt(max_attempts)(state):
+        return None
+    # Looked up at call time, so that patching `providers.retry.backoff` takes effect.
+    return backoff(attempt, exc)

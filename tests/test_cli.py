@@ -24,7 +24,7 @@ from test_guide_servers import DOC, PROMPT, SLIP, responder
 
 import backtrack
 import grammars
-from backtrack import cli
+from backtrack import cli, cli_models
 from backtrack.cli import main
 from backtrack.progress import Progress
 from backtrack.trace import OUTPUT_ORIGINS
@@ -63,7 +63,7 @@ class _NoTarget:
 
 @pytest.fixture
 def no_target(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cli, "_target", lambda args, progress: _NoTarget())
+    monkeypatch.setattr(cli, "load_target", lambda args, progress: _NoTarget())
 
 
 def provider_args(kind: str, openai: MockServer, anthropic: MockServer) -> list[str]:
@@ -344,7 +344,7 @@ def test_requests_time_out_after_a_minute_by_default(monkeypatch: pytest.MonkeyP
     built: list[dict[str, Any]] = []
     monkeypatch.setattr("openai.OpenAI", lambda **options: built.append(options))
     args = cli.parser().parse_args(["run", "hi", "-p", "openai:m"])
-    cli._client("openai", args)
+    cli_models.sdk_client("openai", args)
     assert args.timeout == 60.0 and built == [{"max_retries": 0, "timeout": 60.0}]
 
 

@@ -7,19 +7,19 @@ every accepted draft character verbatim, and record an honest trace.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from providers.local import LocalDrafter
 from servers import MockServer, serving
 from test_guide import check_result
 
 from backtrack import Grammar, guide
+from backtrack.local_drafter import LocalDrafter, SessionDrafter
 from backtrack.result import GuideResult
 from local_target import LocalTarget
 from providers import AnthropicDrafter, OpenAIChatDrafter, OpenAICompletionsDrafter
+from providers.base import DraftRequest
 
 pytestmark = pytest.mark.e2e
 
@@ -114,16 +114,22 @@ def test_servers_serving_smollm2(
     assert result.accepted_chars > 0
 
 
-def test_a_wrapper_that_passes_the_target_on_shares_the_session(smollm2: LocalTarget) -> None:
-    """The command line wraps its drafter for progress; the wrapper names the LocalDrafter's model,
-    so guide() still drafts in the target's session. An API drafter names none."""
-    from backtrack.cli import _Watched
+def test_the_progress_wrapper_keeps_a_local_drafter_sharing_the_session(
+    smollm2: LocalTarget,
+) -> None:
+    """The command line wraps its drafter for progress; around a LocalDrafter the wrapper is still
+    a SessionDrafter, so guide() drafts in the target's session. Around an API drafter it is not."""
+    from backtrack.cli_models import watched
     from backtrack.progress import Progress
     from providers import FunctionDrafter
 
-    shared = importlib.import_module("backtrack.guide")._shared_session  # the module, not guide()
-    watched = _Watched(LocalDrafter(smollm2), Progress(quiet=True), "local")
-    session = shared(watched, None, PROMPT)
-    assert session is not None and session.target is smollm2
-    assert shared(watched, object(), PROMPT) is None  # another target: nothing to share
-    assert shared(FunctionDrafter(lambda prompt, prefix: ""), smollm2, PROMPT) is None
+    progress = Progress(quiet=True)
+    local = watched(LocalDrafter(smollm2), progress, "local")
+    assert isinstance(local, SessionDrafter) and local.target is smollm2
+    session = smollm2.session(PROMPT)
+    bound = local.in_session(session)
+    assert not isinstance(bound, SessionDrafter)
+    assert "".join(bound.draft(DraftRequest(PROMPT, "", 4)))
+    assert len(session.ids) > session.prompt_len  # it drafted in the session it was given
+    api = watched(FunctionDrafter(lambda prompt, prefix: ""), progress, "fn")
+    assert not isinstance(api, SessionDrafter)

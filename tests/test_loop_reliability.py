@@ -16,7 +16,8 @@ import pytest
 from backtrack import Grammar, GuideResult, ProviderError, TargetError, aguide, guide
 from backtrack.answer_start import MAX_LIVE, SLICE
 from backtrack.guide import CHECK_SLICE
-from backtrack.loop import MAX_CHARS_PER_TOKEN, GuideLoop, Settings
+from backtrack.loop import MAX_CHARS_PER_TOKEN, GuideLoop
+from backtrack.options import GuideOptions
 from grammars.prefix import Checker
 
 JSON = Grammar.load("json")
@@ -108,7 +109,7 @@ def test_each_received_character_is_checked_a_bounded_number_of_times(
 def test_no_character_past_the_preamble_limit_is_searched(monkeypatch: pytest.MonkeyPatch) -> None:
     prose = "No JSON here, only words and more words. " * 25_000  # 1 MB in one chunk
     counted = Counted(monkeypatch)
-    loop = GuideLoop(JSON, "p", Settings(max_preamble_chars=2000, max_draft_tokens=10**5))
+    loop = GuideLoop(JSON, "p", GuideOptions(max_preamble_chars=2000, max_draft_tokens=10**5))
     loop.draft_request()
     loop.on_chunk(prose)
     assert counted.chars <= (MAX_LIVE + SLICE + 2) * (2000 + SLICE) + len(prose)
@@ -224,7 +225,7 @@ def test_the_raised_error_is_not_its_own_cause(error: Exception, asynchronous: b
 
 
 def test_text_the_aligner_stripped_is_a_dropped_span_where_it_was_removed() -> None:
-    loop = GuideLoop(JSON, "p", Settings())
+    loop = GuideLoop(JSON, "p", GuideOptions())
     loop.draft_request()
     loop.on_chunk('{"name": ')
     loop.end_draft(finish_reason="length")

@@ -42,7 +42,6 @@ from providers.align import (
     Aligner,
     continued_text,
     instruction,
-    with_hint,
 )
 from providers.errors import ProviderError, redact, retry_after_seconds, to_provider_error
 
@@ -288,7 +287,22 @@ def test_backoff_is_exponential_with_bounded_jitter(attempt: int) -> None:
 
 def test_max_attempts_must_be_positive() -> None:
     with pytest.raises(ValueError):
-        retry_module.retrying(max_attempts=0)
+        retry_module.next_wait(1, ProviderError("x", retryable=True), 0)
+
+
+@pytest.mark.usefixtures("no_backoff")
+def test_next_wait_retries_only_retryable_errors_within_the_attempts() -> None:
+    retryable = ProviderError("x", retryable=True)
+    assert [retry_module.next_wait(n, retryable, 3) for n in (1, 2, 3)] == [0.0, 0.0, None]
+    assert retry_module.next_wait(1, ProviderError("x"), 3) is None
+    assert retry_module.next_wait(1, ValueError("not a provider's"), 3) is None
+
+
+def test_next_wait_takes_the_providers_retry_after() -> None:
+    asked = ProviderError("x", retryable=True, retry_after=2.5)
+    assert retry_module.next_wait(1, asked, 4) == 2.5
+    too_long = ProviderError("x", retryable=True, retry_after=3600)
+    assert retry_module.next_wait(1, too_long, 4) == retry_module.MAX_RETRY_AFTER
 
 
 FAILURES: dict[str, Callable[[], Reply]] = {
@@ -305,11 +319,16 @@ FAILURES: dict[str, Callable[[], Reply]] = {
 
 
 def _retried_round(drafter: Any, on_retry: Callable[[int, BaseException], None]) -> str:
-    for attempt in retry_module.retrying(on_retry=on_retry):
-        with attempt:
-            stream = drafter.draft(DraftRequest(prompt="go"))
-            return "".join(stream)
-    raise AssertionError("unreachable")
+    """One round under the policy, as the driver runs it: retry while next_wait says so."""
+    attempt = 1
+    while True:
+        try:
+            return "".join(drafter.draft(DraftRequest(prompt="go")))
+        except Exception as exc:
+            if retry_module.next_wait(attempt, exc, retry_module.DEFAULT_MAX_ATTEMPTS) is None:
+                raise
+            on_retry(attempt, exc)
+            attempt += 1
 
 
 @pytest.mark.usefixtures("no_backoff")
@@ -460,21 +479,17 @@ def test_aligner_min_repeat_sets_the_evidence_needed() -> None:
 
 
 def test_instruction_for_a_str_prompt() -> None:
-    messages = instruction("Give JSON.", '{"a"', "a JSON object")
+    messages = instruction("Give JSON.", '{"a"')
     assert messages[:2] == [
         {"role": "user", "content": "Give JSON."},
         {"role": "assistant", "content": '{"a"'},
     ]
     assert messages[2]["role"] == "user"
-    assert messages[2]["content"].startswith(CONTINUE_INSTRUCTION)
-    assert "a JSON object" in messages[2]["content"]
+    assert messages[2]["content"] == CONTINUE_INSTRUCTION
 
 
-def test_instruction_without_a_prefix_is_the_conversation_with_the_hint() -> None:
+def test_instruction_without_a_prefix_is_the_conversation() -> None:
     assert instruction("Give JSON.", "") == [{"role": "user", "content": "Give JSON."}]
-    hinted = instruction("Give JSON.", "", "a JSON object")
-    assert hinted[0]["content"].startswith("Give JSON.\n\n")
-    assert "a JSON object" in hinted[0]["content"]
 
 
 def test_instruction_merges_the_callers_own_prefill() -> None:
@@ -488,14 +503,6 @@ def test_instruction_merges_the_callers_own_prefill() -> None:
     assert messages[0] == prompt[0]
     assert prompt[-1] == {"role": "assistant", "content": "{"}  # the caller's list is untouched
     assert continued_text(prompt, "x")[1] == "{x"
-
-
-def test_hint_goes_into_content_blocks() -> None:
-    messages = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
-    hinted = with_hint(messages, "CSV")
-    assert hinted[-1]["content"][-1]["type"] == "text"
-    assert "CSV" in hinted[-1]["content"][-1]["text"]
-    assert messages[-1]["content"] == [{"type": "text", "text": "hi"}]
 
 
 # --------------------------------------------------------------------------- FunctionDrafter
@@ -555,15 +562,15 @@ def test_callable_object_with_generator_call_streams() -> None:
     assert FunctionDrafter(Model()).capabilities.streaming
 
 
-def test_function_gets_max_tokens_and_stop_when_it_names_them() -> None:
+def test_function_gets_max_tokens_when_it_names_it() -> None:
     seen: dict[str, Any] = {}
 
-    def fn(text: str, max_tokens: int, stop: tuple[str, ...]) -> str:
-        seen.update(max_tokens=max_tokens, stop=stop)
+    def fn(text: str, max_tokens: int) -> str:
+        seen.update(text=text, max_tokens=max_tokens)
         return "x"
 
-    list(FunctionDrafter(fn).draft(DraftRequest(prompt="p", max_tokens=7, stop=("\n",))))
-    assert seen == {"max_tokens": 7, "stop": ("\n",)}
+    list(FunctionDrafter(fn).draft(DraftRequest(prompt="p", prefix="q", max_tokens=7)))
+    assert seen == {"text": "pq", "max_tokens": 7}
 
 
 def test_function_errors_become_provider_errors() -> None:
@@ -652,7 +659,7 @@ def test_chat_streams_chunks_with_usage_and_request_id(
 ) -> None:
     openai_server.script(text('{"name": "Ada"}', chunk_size=3, usage=(11, 5)))
     drafter = OpenAIChatDrafter(openai_client(), "gpt-test", temperature=0.5)
-    stream = drafter.draft(DraftRequest(prompt="A person as JSON", stop=("\n\n",)))
+    stream = drafter.draft(DraftRequest(prompt="A person as JSON"))
     assert list(stream) == chunks_of('{"name": "Ada"}', 3)
     assert (stream.usage.input_tokens, stream.usage.output_tokens) == (11, 5)
     assert stream.finish_reason == "stop"
@@ -662,7 +669,7 @@ def test_chat_streams_chunks_with_usage_and_request_id(
     assert body["stream"] is True
     assert body["stream_options"] == {"include_usage": True}
     assert body["temperature"] == 0.5
-    assert body["stop"] == ["\n\n"]
+    assert "stop" not in body
     assert body["max_completion_tokens"] == 512
     assert body["messages"] == [{"role": "user", "content": "A person as JSON"}]
 
@@ -681,7 +688,7 @@ def test_chat_asks_to_continue_and_aligns_the_reply(
     openai_server.script(text('```json\n{"name": "Ada", "born": 1815}\n```', chunk_size=5))
     drafter = OpenAIChatDrafter(openai_client(), "m")
     assert not drafter.capabilities.prefill
-    stream = drafter.draft(DraftRequest(prompt="Ada as JSON", prefix=prefix, grammar_hint="JSON"))
+    stream = drafter.draft(DraftRequest(prompt="Ada as JSON", prefix=prefix))
     assert "".join(stream) == "1815}\n```"
     messages = openai_server.bodies[0]["messages"]
     assert messages[1] == {"role": "assistant", "content": prefix}
@@ -793,7 +800,7 @@ def test_anthropic_prefills_and_streams(
         {"role": "system", "content": "Reply in JSON."},
         {"role": "user", "content": "Ada"},
     ]
-    stream = drafter.draft(DraftRequest(prompt=prompt, prefix='{"born":', stop=("\n",)))
+    stream = drafter.draft(DraftRequest(prompt=prompt, prefix='{"born":'))
     assert list(stream) == ["18", "15", "}"]
     assert (stream.usage.input_tokens, stream.usage.output_tokens) == (9, 3)
     assert stream.finish_reason == "stop"
@@ -804,7 +811,7 @@ def test_anthropic_prefills_and_streams(
         {"role": "assistant", "content": '{"born":'},
     ]
     assert body["system"] == "Reply in JSON."
-    assert body["stop_sequences"] == ["\n"]
+    assert "stop_sequences" not in body
     assert body["metadata"] == {"user_id": "u1"}
     assert body["max_tokens"] == 512
 
@@ -1153,10 +1160,14 @@ async def test_async_retries(
     seen: list[int] = []
     async with openai_client(asynchronous=True) as client:
         drafter = OpenAICompletionsDrafter(client, "m")
-        async for attempt in retry_module.async_retrying(on_retry=lambda n, exc: seen.append(n)):
-            with attempt:
+        while True:
+            try:
                 stream = await drafter.adraft(DraftRequest(prompt="p"))
                 result = "".join([c async for c in stream])
+                break
+            except ProviderError as exc:
+                assert retry_module.next_wait(len(seen) + 1, exc, 4) is not None
+                seen.append(len(seen) + 1)
     assert result == "{}"
     assert seen == list(range(1, failures + 1))
 

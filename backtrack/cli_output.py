@@ -1,0 +1,82 @@
+"""What the command line prints: the text, a one-line summary, the result as JSON, the trace."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from typing import Any
+
+from backtrack.cli_errors import error_line
+from backtrack.progress import Progress
+from backtrack.result import GuideResult
+from providers.errors import ProviderError
+
+# -- output ----------------------------------------------------------------------------------------
+
+
+def summary(result: GuideResult) -> str:
+    """One line: whether the text is valid, why it stopped, and what it cost."""
+    return (
+        f"valid: {result.valid}  stop: {result.stop_reason}  API calls: {result.api_calls}  "
+        f"corrections: {result.corrections}  characters accepted/rejected: "
+        f"{result.accepted_chars}/{result.rejected_chars}  local tokens: {result.local_tokens}  "
+        f"time: {result.seconds:.1f} s"
+    )
+
+
+def as_json(result: GuideResult) -> dict[str, Any]:
+    """The result as plain JSON data: the text, its counts, and every span and round."""
+    usage = result.usage
+    return {
+        "text": result.text,
+        "valid": result.valid,
+        "complete": result.complete,
+        "stop_reason": result.stop_reason,
+        "api_calls": result.api_calls,
+        "rounds": result.rounds,
+        "corrections": result.corrections,
+        "accepted_chars": result.accepted_chars,
+        "rejected_chars": result.rejected_chars,
+        "local_tokens": result.local_tokens,
+        "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+        "seconds": round(result.seconds, 3),
+        "spans": [dataclasses.asdict(s) for s in result.trace.spans],
+        "round_details": [dataclasses.asdict(r) for r in result.trace.rounds],
+    }
+
+
+def _first_draft(result: GuideResult) -> str:
+    return "".join(s.text for s in result.trace.spans if s.round == 0)
+
+
+def report(args: argparse.Namespace, result: GuideResult, progress: Progress) -> None:
+    if args.json:
+        print(json.dumps(as_json(result), ensure_ascii=False, indent=2))
+    elif args.show_draft:
+        print("--- unconstrained draft (first round) ---")
+        print(_first_draft(result))
+        print("--- guided result ---")
+        print(result.text)
+    else:
+        print(result.text)
+    sys.stdout.flush()
+    if not args.json:
+        progress.note(summary(result))
+    if args.html:
+        path = result.save_html(args.html)
+        progress.note(f"HTML trace written to {path.resolve()}")
+
+
+def report_failure(
+    args: argparse.Namespace, exc: ProviderError, partial: GuideResult, progress: Progress
+) -> None:
+    """What was done before the failure is not lost: --json prints it with the error, --html
+    writes its trace. The error text is redacted (keys masked) like the error line."""
+    if args.json:
+        data = {**as_json(partial), "error": error_line(exc).removeprefix("backtrack: error: ")}
+        print(json.dumps(data, ensure_ascii=False, indent=2), flush=True)
+    if args.html:
+        path = partial.save_html(args.html)
+        progress.note(f"HTML trace of the work before the failure written to {path.resolve()}")
