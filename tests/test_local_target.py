@@ -12,9 +12,11 @@ the masks, healing, forced bytes and rollbacks are all exercised. Properties che
 
 from __future__ import annotations
 
+import logging
 import random
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -22,7 +24,7 @@ import tokenizer_fixtures as tf
 import torch
 
 from grammars.grammar import Grammar
-from local_target import LocalTarget, Sampling
+from local_target import DecodingPolicy, LocalTarget, Sampling
 from local_target.errors import TargetError
 from local_target.sampling import choose
 
@@ -438,7 +440,7 @@ def test_healing_full_mask_equals_the_opportunistic_test(target: Any, name: str)
     """While healing in a state where the grammar forces bytes ('ue' of 'true'), the full mask
     allows exactly the tokens the opportunistic path accepts: those covering the backed-off bytes
     that `validate_tokens` takes. llguidance's bitmask there holds only the canonical token."""
-    from local_target.session import _allowed, _full_mask
+    from local_target.decoding import full_mask, healing_allows
 
     vocab = target(name).vocab
     for text in ('{"ok": tru', '{"ok": tr', "[fals", "[nul", '{"x": [tru'):
@@ -453,11 +455,11 @@ def test_healing_full_mask_equals_the_opportunistic_test(target: Any, name: str)
     want = {
         t
         for t in range(vocab.n_logits)
-        if _allowed(vocab.token_bytes[t], pending, t == vocab.eos)
+        if healing_allows(vocab.token_bytes[t], pending, t == vocab.eos)
         and t not in vocab.special
         and matcher.validate_tokens([t]) == 1
     }
-    got = set(_full_mask(vocab, matcher, pending).nonzero().flatten().tolist())
+    got = set(full_mask(vocab, matcher, pending).nonzero().flatten().tolist())
     assert got == want
     bitmask = vocab.grammar_mask(matcher) & vocab.healing_mask(pending)
     assert set(bitmask.nonzero().flatten().tolist()) < want
@@ -474,6 +476,74 @@ def test_closing_bias_only_at_the_end_of_a_completion_and_flagged(target: Any, n
     assert "closing" not in c.flags[:start]
     assert all(f in ("closing", "forced") for f in c.flags[start:]), c.flags
     assert "closing" in c.flags or len(c.tokens) <= start
+
+
+@pytest.mark.parametrize(
+    ("max_tokens", "window"), [(1, 4), (12, 4), (16, 4), (20, 5), (128, 32), (512, 32)]
+)
+def test_closing_window_is_a_quarter_of_the_budget_within_4_to_32(
+    max_tokens: int, window: int
+) -> None:
+    assert DecodingPolicy().closing_window(max_tokens) == window
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"closing_share": 0}, {"closing_min": -1}, {"closing_min": 9, "closing_max": 8}],
+    ids=str,
+)
+def test_bad_policy_parameters_are_named(fields: dict[str, int]) -> None:
+    with pytest.raises(ValueError, match=next(iter(fields))):
+        DecodingPolicy(**fields)
+
+
+@pytest.mark.parametrize("name", TARGET_IDS)
+def test_the_policy_closing_bonus_decides_the_closing_choices(target: Any, name: str) -> None:
+    """With the whole budget in the closing window, the session's policy sets the bias: a bonus of
+    0 chooses what the unbiased model chooses (only the flags say "closing"), a huge one chooses
+    only closing tokens (inside a string the grammar always allows one)."""
+    made = target(name)
+    everywhere = DecodingPolicy(closing_min=8, closing_max=8)
+    nowhere = DecodingPolicy(closing_min=0, closing_max=0)
+
+    def run(policy: DecodingPolicy) -> Any:
+        session = made.session(PROMPT)
+        c = session.correct('{"a": "', JSON, max_tokens=8, until="complete", policy=policy)
+        assert_sound(made, JSON, '{"a": "', c)
+        return c
+
+    plain, none, strong = (
+        run(nowhere),
+        run(replace(everywhere, closing_bonus=0.0)),
+        run(replace(everywhere, closing_bonus=1000.0)),
+    )
+    assert "closing" not in plain.flags
+    assert none.tokens == plain.tokens
+    assert set(none.flags) <= {"healed", "closing", "forced"}, none.flags
+    chosen = [t for t, f in zip(strong.tokens, strong.flags, strict=True) if f == "closing"]
+    assert chosen, strong.flags
+    assert all(made.vocab.closers[t] for t in chosen), [made.vocab.token_bytes[t] for t in chosen]
+    assert strong.tokens != none.tokens
+
+
+def test_logs_count_and_time_but_hold_no_text(
+    target: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """At DEBUG a correction logs its start and end (tokens, stop reason, seconds) and a rollback
+    its kept and dropped tokens; never the prompt's text, the committed text or the output."""
+    made = target("gpt2")
+    prompt, text = "Write JSON about Wolfgang:", '{"zebra": "quagga'
+    with caplog.at_level(logging.DEBUG, logger="local_target"):
+        session = made.session(prompt)
+        c = session.correct(text, JSON, max_tokens=6, sampling=Sampling(1.0, seed=0))
+        session.correct('{"zebra": 1', JSON, max_tokens=2)
+    messages = [r.getMessage() for r in caplog.records if r.name.startswith("local_target")]
+    assert any(m.startswith("correction starts: ") for m in messages), messages
+    ended = f"correction ends: {len(c.tokens)} tokens"
+    assert any(m.startswith(ended) and c.stop_reason in m for m in messages), messages
+    assert any(m.startswith("KV cache rolled back: ") for m in messages), messages
+    words = ["Wolfgang", "zebra", "quagga", *(w for w in c.text.split() if len(w) > 3)]
+    assert not [m for m in messages for w in words if w in m]
 
 
 def test_terminal_does_not_stop_inside_word_after_a_grave(biased: Any) -> None:

@@ -150,15 +150,15 @@ def test_interrupted_update_loses_and_mixes_nothing(
     elif where == "layer":
         handle = last_layer(made.model).register_forward_pre_hook(lambda *_: interrupt.tick())
     else:
-        import local_target.session
+        import local_target.decoding
 
-        real_choose = local_target.session.choose
+        real_choose = local_target.decoding.choose
 
         def choose(*args: Any) -> Any:
             interrupt.tick()
             return real_choose(*args)
 
-        monkeypatch.setattr(local_target.session, "choose", choose)
+        monkeypatch.setattr(local_target.decoding, "choose", choose)
     sessions: list[TargetSession] = []
     try:
         with pytest.raises(error, match="injected"):

@@ -1,0 +1,305 @@
+"""The decoding policy: how the target chooses its tokens and when it stops.
+
+A correction writes after the committed text under the grammar's matcher, step by step:
+- token healing (DESIGN 4): the last committed token is backed off, and the first tokens must
+  cover its bytes or be a prefix of them, so a token bridging the old boundary stays reachable;
+- forced bytes (DESIGN 8): where the grammar allows one continuation, its tokens are appended
+  without sampling, in one forward pass;
+- opportunistic masks (DESIGN 8, local_target.sampling): the model's own choice is checked
+  first, the full mask computed only when the grammar refuses it;
+- the closing bias: in the last part of a completion budget (`until="complete"`), closing
+  tokens (quotes, brackets, ';', EOS) get a bonus, so the text ends rather than rambles on;
+- the stop rules: EOS, or at a complete point a choice the grammar refuses ("eos"); nothing may
+  follow ("grammar_end"); a lexeme ended ("terminal"); the budget spent ("max_tokens"), but never
+  inside a character or the healed token.
+
+The numbers behind these choices are a DecodingPolicy's fields. This module only decides: the
+session it writes in (a `Feed`) keeps the token sequence, the KV cache and the logits in step,
+and the matcher it is given has consumed exactly the text before the healed token.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal, NamedTuple, Protocol
+
+import llguidance
+import torch
+
+from local_target.errors import TargetError
+from local_target.sampling import Sampling, choose
+from local_target.vocab import Vocabulary
+
+# How a token was chosen: "healed" (re-chose the backed-off last committed token), "forced" (the
+# only one the grammar allows, no sampling), "sampled" (the model's own choice, which the grammar
+# allowed), "masked" (chosen under the full grammar mask after the model's choice was refused),
+# "closing" (chosen with a bias towards closing tokens, in the last part of a completion budget).
+TokenFlag = Literal["healed", "forced", "sampled", "masked", "closing"]
+# When a correction stops besides its budget: at the end of a lexeme ("terminal"), at a full
+# sentence of the grammar or the budget ("complete"), or after that many tokens (an int).
+Until = Literal["terminal", "complete"] | int
+# Why a correction stopped: "eos" (the model ended: EOS, or at a complete point a choice past the
+# grammar's end), "grammar_end" (nothing may follow), "terminal" (a lexeme ended), "max_tokens".
+StopReason = Literal["eos", "grammar_end", "terminal", "max_tokens"]
+
+
+@dataclass(frozen=True)
+class DecodingPolicy:
+    """The numbers behind a correction's choices (the defaults are what the tests and benchmarks
+    were measured with).
+
+    The closing window of a completion budget of `max_tokens` is its last
+    `max_tokens // closing_share` tokens, but at least `closing_min` and at most `closing_max`:
+    `closing_window(12) == 4`, `closing_window(512) == 32`.
+    """
+
+    closing_bonus: float = 10.0
+    """Added to the logits of closing tokens (`Vocabulary.closers`) in the closing window."""
+    closing_share: int = 4
+    closing_min: int = 4
+    closing_max: int = 32
+    lexeme_ends: frozenset[int] = frozenset(b",:;()[]{}\"'`=<>+-*/%|&!?. \t\r\n")
+    """A "terminal" correction stops once a token ends in one of these bytes (punctuation or
+    whitespace): the drafter is better placed to write the next word."""
+
+    def __post_init__(self) -> None:
+        if self.closing_share < 1:
+            raise ValueError(f"closing_share must be >= 1, got {self.closing_share}")
+        if not 0 <= self.closing_min <= self.closing_max:
+            raise ValueError(
+                "closing_min and closing_max must satisfy 0 <= closing_min <= closing_max,"
+                f" got {self.closing_min} and {self.closing_max}"
+            )
+
+    def closing_window(self, max_tokens: int) -> int:
+        """How many tokens before the end of a completion budget the closing bias starts."""
+        share = max_tokens // self.closing_share
+        return min(self.closing_max, max(self.closing_min, share))
+
+    def ends_lexeme(self, new: bytes | bytearray, until: Until) -> bool:
+        """A "terminal" correction that wrote `new` (something besides blanks) may stop here."""
+        if until != "terminal" or not new.strip():
+            return False
+        return new[-1] in self.lexeme_ends
+
+
+DEFAULT_POLICY = DecodingPolicy()
+
+
+class Feed(Protocol):
+    """What decoding needs of the session it writes in."""
+
+    @property
+    def logits(self) -> torch.Tensor:
+        """The next-token logits after the sequence, [1, 1, V]."""
+        ...
+
+    def feed(self, new: list[int], *, cancel: threading.Event | None = None) -> None:
+        """Append `new` to the sequence (one forward pass); refused while `cancel` is set."""
+        ...
+
+
+class Written(NamedTuple):
+    """What a correction wrote: `text` is new text only (a healed token's re-chosen bytes that
+    the committed text already had are not in it); `flags[i]` says how `tokens[i]` was chosen;
+    `runs` is `text` split by flag, never inside a character."""
+
+    text: str
+    tokens: tuple[int, ...]
+    flags: tuple[TokenFlag, ...]
+    runs: tuple[tuple[TokenFlag, str], ...]
+    stop_reason: StopReason
+    mask_seconds: float
+
+
+class Correcting:
+    """One correction being written: the tokens chosen so far, how, and the bytes they added.
+
+    `matcher` has consumed the committed text's tokens up to the healed one, whose bytes are
+    `pending`; it consumes each token as it is chosen.
+    """
+
+    def __init__(
+        self,
+        vocab: Vocabulary,
+        matcher: llguidance.LLMatcher,
+        pending: bytes,
+        *,
+        max_tokens: int,
+        until: Until,
+        sampling: Sampling,
+        policy: DecodingPolicy,
+    ) -> None:
+        self.vocab = vocab
+        self.matcher = matcher
+        self.pending = pending
+        self.max_tokens = max_tokens
+        self.until = until
+        self.sampling = sampling
+        self.policy = policy
+        self.tokens: list[int] = []
+        self.flags: list[TokenFlag] = []
+        self.pieces: list[bytes] = []  # the new bytes each token added
+        self.new = bytearray()
+        self.mask_seconds = 0.0
+        self._generator = sampling.generator()
+        self._limit = min(until if isinstance(until, int) else max_tokens, max_tokens)
+
+    def write(self, seq: Feed, cancel: threading.Event | None = None) -> Written:
+        """Choose tokens, feeding each to `seq`, until a stop rule says to stop."""
+        stop = self._run(seq, cancel)
+        return Written(
+            text=bytes(self.new).decode("utf-8"),
+            tokens=tuple(self.tokens),
+            flags=tuple(self.flags),
+            runs=_runs(self.flags, self.pieces),
+            stop_reason=stop,
+            mask_seconds=self.mask_seconds,
+        )
+
+    def _run(self, seq: Feed, cancel: threading.Event | None) -> StopReason:
+        matcher = self.matcher
+        while True:
+            if len(self.tokens) >= self._limit and not self.pending and not self._mid_char():
+                return "max_tokens"
+            if matcher.is_stopped():
+                return "grammar_end"
+            if not self.pending:
+                forced = matcher.compute_ff_tokens()
+                if forced:
+                    forced = forced[: max(1, self.max_tokens - len(self.tokens))]
+                    matcher.consume_tokens(forced)
+                    for token in forced:
+                        self._accept(token, "forced")
+                    seq.feed(forced, cancel=cancel)
+                    if self._lexeme_ended():
+                        return "terminal"
+                    continue
+            closing = self._closing()
+            logits = seq.logits[0, -1]
+            if closing:  # the budget is nearly spent: prefer closing over rambling on
+                logits = logits.float().cpu() + self.policy.closing_bonus * self.vocab.closers
+            token, masked = self._choose(logits)
+            # At a complete point, a choice the grammar refuses means the model is past the end
+            # (a closing fence, a remark): end here rather than pad with what the mask leaves.
+            if token == self.vocab.eos or (masked and not self.pending and matcher.is_accepting()):
+                return "eos"
+            if not matcher.consume_token(token):
+                raise TargetError(f"the grammar refused token {token} it had allowed")
+            self._accept(token, "closing" if closing else "masked" if masked else "sampled")
+            seq.feed([token], cancel=cancel)
+            if self._lexeme_ended():
+                return "terminal"
+
+    def _closing(self) -> bool:
+        left = self.max_tokens - len(self.tokens)
+        return self.until == "complete" and left <= self.policy.closing_window(self.max_tokens)
+
+    def _choose(self, logits: torch.Tensor) -> tuple[int, bool]:
+        vocab, matcher, pending = self.vocab, self.matcher, self.pending
+        start = time.perf_counter()
+        chosen = choose(
+            logits,
+            lambda t: (
+                healing_allows(vocab.token_bytes[t], pending, t == vocab.eos)
+                and matcher.validate_tokens([t]) == 1
+            ),
+            lambda: full_mask(vocab, matcher, pending),
+            self.sampling,
+            self._generator,
+        )
+        self.mask_seconds += time.perf_counter() - start
+        return chosen
+
+    def _accept(self, token: int, flag: TokenFlag) -> None:
+        piece = self.vocab.token_bytes[token]
+        if self.pending:
+            flag = "healed"
+            if piece.startswith(self.pending):
+                piece, self.pending = piece[len(self.pending) :], b""
+            else:
+                piece, self.pending = b"", self.pending[len(piece) :]
+        self.new.extend(piece)
+        self.pieces.append(piece)
+        self.tokens.append(token)
+        self.flags.append(flag)
+
+    def _mid_char(self) -> bool:
+        return incomplete_utf8(self.new)
+
+    def _lexeme_ended(self) -> bool:
+        return (
+            not self.pending
+            and self.policy.ends_lexeme(self.new, self.until)
+            and not self._mid_char()
+        )
+
+
+def unconstrained(
+    seq: Feed, vocab: Vocabulary, *, max_tokens: int, sampling: Sampling
+) -> Iterator[str]:
+    """Unconstrained continuation of `seq`, streamed as text chunks (whole characters); ends at a
+    special token (EOS, end of turn) or after `max_tokens` tokens."""
+    generator = sampling.generator()
+    pending = bytearray()
+    for _ in range(max_tokens):
+        token, _masked = choose(seq.logits[0, -1], _any, _no_mask, sampling, generator)
+        if token in vocab.special or token == vocab.eos:
+            return
+        seq.feed([token])
+        pending.extend(vocab.token_bytes[token])
+        if not incomplete_utf8(pending):
+            yield pending.decode("utf-8", "replace")
+            pending.clear()
+
+
+def healing_allows(piece: bytes, pending: bytes, is_eos: bool) -> bool:
+    """Token healing: while `pending` bytes are owed, a token must cover them or be a prefix."""
+    if not pending:
+        return True
+    if is_eos or not piece:
+        return False
+    return piece.startswith(pending) or pending.startswith(piece)
+
+
+def full_mask(vocab: Vocabulary, matcher: llguidance.LLMatcher, pending: bytes) -> torch.Tensor:
+    """The tokens allowed next. While healing, the candidates that cover `pending` are checked one
+    by one with `validate_tokens`, the same test as the opportunistic path: in a state where the
+    grammar forces bytes, `compute_bitmask` allows only the canonical token of those bytes."""
+    if not pending:
+        return vocab.grammar_mask(matcher)
+    candidates = vocab.healing_mask(pending).nonzero().flatten().tolist()
+    mask = torch.zeros(vocab.n_logits, dtype=torch.bool)
+    mask[[t for t in candidates if matcher.validate_tokens([t]) == 1]] = True
+    return mask
+
+
+def incomplete_utf8(data: bytes | bytearray) -> bool:
+    """`data` ends inside a multi-byte character."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 != 0x80:  # a lead byte (or ASCII): how many bytes does it need?
+            need = 1 if byte < 0x80 else 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            return need > back
+    return False
+
+
+def _runs(flags: list[TokenFlag], pieces: list[bytes]) -> tuple[tuple[TokenFlag, str], ...]:
+    runs: list[tuple[TokenFlag, bytearray]] = []
+    for flag, piece in zip(flags, pieces, strict=True):
+        if runs and (runs[-1][0] == flag or incomplete_utf8(runs[-1][1])):
+            runs[-1][1].extend(piece)
+        else:
+            runs.append((flag, bytearray(piece)))
+    return tuple((flag, data.decode("utf-8")) for flag, data in runs if data)
+
+
+def _any(_token: int) -> bool:
+    return True
+
+
+def _no_mask() -> torch.Tensor:
+    raise AssertionError("unconstrained generation never asks for a mask")
