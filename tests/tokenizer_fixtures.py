@@ -32,7 +32,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import backtrack  # noqa: F401  (before local_target: importing local_target first is circular)
 from local_target.loading import cache_root, converted_smollm2
 
 WHISPER = "openai-whisper==20250625"
