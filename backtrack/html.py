@@ -18,7 +18,7 @@ import html
 from collections.abc import Callable
 from dataclasses import replace
 
-from backtrack.trace import Round, Span, Trace
+from backtrack.trace import Repair, Round, Span, Trace
 
 _STYLE = """
 .bt{font:14px/1.5 system-ui,sans-serif;color:#222;max-width:72em;margin:1.5em}
@@ -40,6 +40,9 @@ _STYLE = """
 .bt .correction{background:#ceead6;color:#0d652d;font-weight:600}
 .bt .healed{background:#feefc3;color:#8a5300;font-weight:600}
 .bt .forced{background:#f3e8fd;color:#681da8}
+.bt .edit{background:#fff3c4;color:#7a4f01;font-weight:600;box-shadow:inset 0 -2px #e37400}
+.bt .deleted{background:#fce8e6;color:#a50e0e;text-decoration:line-through double}
+.bt .skipped{background:#f1f3f4;color:#a50e0e;text-decoration:line-through wavy}
 .bt .ws::before{content:attr(data-ws);color:#999;font-weight:400}
 .bt .nul::before{content:"NUL";font:9px/1 ui-monospace,monospace;color:#fff;background:#b3261e;
  border-radius:2px;padding:0 2px;margin:0 1px;vertical-align:1px}
@@ -66,6 +69,9 @@ _LEGEND = (
     ("healed", "healed token"),
     ("forced", "forced by the grammar"),
     ("dropped", "dropped (preamble / trailing)"),
+    ("edit", "inserted by a repair"),
+    ("deleted", "taken back by a repair"),
+    ("skipped", "skipped by a repair"),
 )
 _BLANKS = {"\n": "↵", "\r": "␍", "\t": "⇥", " ": "·"}
 _EXPECTED_SHOWN = 12
@@ -100,6 +106,20 @@ def _expected(r: Round, piece: Callable[[str], str]) -> str:
     return shown + (f" … (+{more} more)" if more > 0 else "")
 
 
+def _edit(edit: Repair) -> str:
+    """What one repair did, its pieces of text isolated."""
+    done = [
+        f"{what} {_isolated(text)}"
+        for what, text in (
+            ("deleted", edit.deleted),
+            ("skipped", edit.skipped),
+            ("inserted", edit.inserted),
+        )
+        if text
+    ]
+    return f"{', '.join(done)}; then {edit.fits} characters of the draft fit again"
+
+
 def _round_details(r: Round) -> list[str]:
     """The facts about a round, one per line of the hover box."""
     lines = [f"round {r.index}: {r.kind}, ended: {r.ended}", f"time: {r.seconds * 1000:.1f} ms"]
@@ -113,6 +133,8 @@ def _round_details(r: Round) -> list[str]:
             lines.append("stream closed at the cut")
     if r.local_tokens or r.target_stop:
         lines.append(f"local tokens: {r.local_tokens} (stopped: {r.target_stop})")
+    for edit in r.repairs:
+        lines.append(f"repair at character {edit.at}: {_edit(edit)}")
     if r.retries:
         lines.append(f"retries: {r.retries}")
     if r.request_id:
@@ -166,6 +188,7 @@ def _row(r: Round) -> str:
         (_expected(r, _bdi), "w"),  # its separators and "(+n more)" need no escaping
         (_e(api), "n"),
         (_e(r.local_tokens), "n"),
+        (_e(len(r.repairs)), "n"),
         (_e(r.retries), "n"),
         (_e(f"{r.seconds * 1000:.1f}"), "n"),
         (_bdi(r.error) if r.error else "", "w err"),
@@ -183,6 +206,7 @@ _HEADER = (
     "expected at the cut",
     "API tokens in / out",
     "local tokens",
+    "repairs",
     "retries",
     "ms",
     "error",
@@ -200,6 +224,7 @@ def render(trace: Trace, *, valid: bool, stop_reason: str, seconds: float) -> st
         f"API tokens in / out: <b>{usage.input_tokens} / {usage.output_tokens}</b>",
         f"rounds: <b>{len(trace.rounds)}</b>",
         f"corrections: <b>{trace.corrections}</b>",
+        f"repairs: <b>{trace.repairs}</b>",
         f"characters accepted / rejected: <b>{trace.accepted_chars} / {trace.rejected_chars}</b>",
         f"local tokens: <b>{trace.local_tokens}</b>",
         f"time: <b>{seconds:.2f} s</b>",

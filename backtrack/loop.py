@@ -22,9 +22,12 @@ from typing import TYPE_CHECKING, Literal
 
 from backtrack.answer_start import AnswerStart
 from backtrack.options import GuideOptions
+from backtrack.repair import Edit, RepairLimits, search
 from backtrack.result import GuideResult
 from backtrack.trace import (
+    OUTPUT_ORIGINS,
     Origin,
+    Repair,
     Round,
     RoundEnd,
     RoundKind,
@@ -52,6 +55,9 @@ _PRINTABLE = frozenset(range(0x20, 0x7F))
 # Where the grammar takes (nearly) any printable character next, the text is inside a free-text
 # lexeme (a string, a quoted name): a draft's rest appended there would be read as its content.
 _FREE_TEXT = 90
+
+# How far a repair may reach (backtrack.repair): the defaults, measured on the repair set.
+REPAIR_LIMITS = RepairLimits()
 
 # A draft round reads at most max_draft_tokens * this many characters, whatever the drafter: a
 # function drafter knows no token budget, and one that never ends must not grow without bound.
@@ -88,6 +94,9 @@ class _Draft:
     stripped: int = 0  # how much of the stream's `stripped` text the trace shows already
     read: int = 0  # characters received this round
     over_budget: bool = False  # the round read its character budget: it ends as "length"
+    pending: list[str] | None = None  # after a cut: the draft read on to find a repair
+    pending_chars: int = 0
+    repairs: list[Repair] = field(default_factory=list)
 
 
 class GuideLoop:
@@ -108,6 +117,8 @@ class GuideLoop:
         self._rest = ""  # the last cut draft's remainder, offered for reuse after a correction
         self._rest_is_all = False  # ... and it runs to the end of the drafter's reply
         self._started = time.perf_counter()
+        self._repairs = 0  # edits made so far in the run
+        self._final = 0  # committed characters no repair may take back (before the last edit)
 
     @property
     def text(self) -> str:
@@ -149,9 +160,13 @@ class GuideLoop:
         failed = self._draft  # an earlier attempt of this round: what it committed stays
         if failed is not None and failed.seeker is not None:
             self._span(failed.seeker.text, "dropped")
+        # A failed attempt may have stopped at a cut, reading on for a repair: the retry asks for
+        # the text from the committed end, so the cut and what was read after it are gone.
+        self.checker.rollback(self.checker.chars)
         self._draft = _Draft(
             started=failed.started if failed else time.perf_counter(),
             accepted=failed.accepted if failed else 0,
+            repairs=failed.repairs if failed else [],
             seeker=None
             if self.text
             else AnswerStart(self.grammar, limit=self.options.max_preamble_chars),
@@ -180,6 +195,10 @@ class GuideLoop:
         if draft.cut:
             draft.rest.append(chunk)
             return False
+        if draft.pending is not None:
+            draft.pending.append(chunk)
+            draft.pending_chars += len(chunk)
+            return self._repair_when_read(draft)
         start = self.checker.chars
         try:
             taken = self.checker.feed(chunk)
@@ -187,10 +206,93 @@ class GuideLoop:
             self._span(chunk[: self.checker.chars - start], "draft")
             draft.accepted += self.checker.chars - start
         if taken < len(chunk):
+            trailing = self.checker.complete and self._is_trailing(chunk[taken:])
+            if self._may_repair() and not trailing:
+                draft.pending = [chunk[taken:]]
+                draft.pending_chars = len(chunk) - taken
+                return self._repair_when_read(draft)
             draft.cut = True
             draft.rest.append(chunk[taken:])
             return False
         return True
+
+    # -- repairs --------------------------------------------------------------------------------
+
+    def _may_repair(self) -> bool:
+        return self.options.repair_window > 0 and self._repairs < self.options.max_repairs
+
+    def _repair_when_read(self, draft: _Draft) -> bool:
+        """Once a window of the draft past the cut has arrived, look for a repair."""
+        if draft.pending_chars < self.options.repair_window:
+            return True
+        return self._repair(draft, final=False)
+
+    def _repair(self, draft: _Draft, *, final: bool) -> bool:
+        """At the cut, with the draft's rest read so far (all of the reply when `final`): make
+        the best edit after which the draft fits again and read on (True), or, when none
+        resynchronises, end the draft at the cut for a correction (False)."""
+        rest = "".join(draft.pending or ())
+        draft.pending = None
+        window = self.options.repair_window
+        edit = None
+        if not (self.checker.complete and self._is_trailing(rest)):
+            edit = search(
+                self.checker,
+                rest[:window],
+                final=final and len(rest) <= window,
+                floor=self._final,
+                limits=REPAIR_LIMITS,
+            )
+        if edit is None:
+            draft.cut = True
+            draft.rest.append(rest)
+            return False
+        self._make(draft, edit)
+        return self._take(draft, rest[edit.skip :])
+
+    def _make(self, draft: _Draft, edit: Edit) -> None:
+        """Make `edit`: the committed text backs off (shown as deleted), the draft's skipped text
+        is shown as skipped, the inserted text is committed as an edit."""
+        at = self.checker.chars - edit.back
+        self._retract(edit.back)
+        self.checker.rollback(at)
+        self._span(edit.skipped, "skipped")
+        if self.checker.feed(edit.insert) != len(edit.insert):
+            raise RuntimeError("a repair's inserted text does not fit where it was checked")
+        self._span(edit.insert, "edit")
+        self._final = self.checker.chars
+        self._repairs += 1
+        draft.repairs.append(Repair(at, edit.deleted, edit.skipped, edit.insert, edit.fits))
+        logger.debug(
+            "repair at character %d: %d deleted, %d skipped, %d inserted; %d characters fit",
+            at,
+            len(edit.deleted),
+            len(edit.skipped),
+            len(edit.insert),
+            edit.fits,
+        )
+
+    def _retract(self, chars: int) -> None:
+        """The last `chars` characters of output become a "deleted" span, in place."""
+        self._close_span()
+        spans = self._spans
+        i = len(spans)
+        tail: list[Span] = []
+        while chars and i:
+            i -= 1
+            span = spans[i]
+            if span.origin not in OUTPUT_ORIGINS:
+                tail.append(span)
+                continue
+            n = min(chars, len(span.text))
+            chars -= n
+            kept = span.text[: len(span.text) - n]
+            tail.append(Span(span.text[len(kept) :], "deleted", span.round))
+            if kept:
+                tail.append(Span(kept, span.origin, span.round))
+        if chars:
+            raise RuntimeError("a repair took back more than the output holds")
+        spans[i:] = reversed(tail)
 
     def _note_stripped(self, draft: _Draft, stripped: str) -> None:
         self._span(stripped[draft.stripped :], "dropped")
@@ -253,6 +355,8 @@ class GuideLoop:
             finish_reason = "length"
         if draft.seeker is not None:
             self._seek_start(draft, draft.seeker.finish(), final=True)
+        while draft.pending is not None:  # the reply ended while a repair was being read for
+            self._repair(draft, final=finish_reason == "stop")
         rest = "".join(draft.rest)
         cut_at = self.checker.chars if draft.cut else None
         expected = self.checker.expected() if draft.cut else ()
@@ -296,6 +400,7 @@ class GuideLoop:
                 retries=retries,
                 closed_early=draft.cut and finish_reason == "closed",
                 request_id=request_id,
+                repairs=tuple(draft.repairs),
             )
         )
         self._draft = None
@@ -315,6 +420,7 @@ class GuideLoop:
                 accepted_chars=draft.accepted if draft else 0,
                 retries=retries,
                 error=redact(str(error)),
+                repairs=tuple(draft.repairs) if draft else (),
             )
         )
         self._draft = None

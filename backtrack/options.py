@@ -33,7 +33,10 @@ class GuideOptions:
     completes the text or is at least this long. `max_preamble_chars`: before anything is
     committed, how much of a draft may be read to skip a preamble ("Here is the JSON:").
     `max_attempts`: attempts per draft round, the first included (retries resume from the
-    committed text). `sampling`: the local target's sampling (default: greedy); the API's own
+    committed text). `repair_window`: at a cut, how much more of the draft is read to
+    find an edit after which it fits again (backtrack.repair), read on from the same stream; 0
+    turns repairs off (every cut is a correction and a new call). `max_repairs`: edits per run.
+    `sampling`: the local target's sampling (default: greedy); the API's own
     temperature is the API call's business (wrap's create kwargs, a drafter's create_kwargs).
     """
 
@@ -46,6 +49,8 @@ class GuideOptions:
     min_reuse_chars: int = 12
     max_preamble_chars: int = 2000
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    repair_window: int = 64
+    max_repairs: int = 32
     sampling: Sampling = GREEDY
 
     def __post_init__(self) -> None:
@@ -58,6 +63,8 @@ class GuideOptions:
             "min_reuse_chars": 0,
             "max_preamble_chars": 0,
             "max_attempts": 1,
+            "repair_window": 0,
+            "max_repairs": 0,
         }
         for name, low in at_least.items():
             value = getattr(self, name)

@@ -38,6 +38,10 @@ class GuideResult:
         return self.trace.corrections
 
     @property
+    def repairs(self) -> int:
+        return self.trace.repairs
+
+    @property
     def accepted_chars(self) -> int:
         return self.trace.accepted_chars
 

@@ -12,8 +12,21 @@ from typing import Literal
 
 from providers.base import Usage
 
-Origin = Literal["draft", "reused", "rejected", "correction", "healed", "forced", "dropped"]
-OUTPUT_ORIGINS: frozenset[str] = frozenset({"draft", "reused", "correction", "healed", "forced"})
+Origin = Literal[
+    "draft",  # the API's text, accepted as it came
+    "reused",  # the rest of a cut draft, kept after a correction
+    "rejected",  # the API's text after a cut, not used
+    "correction",  # written by the local target
+    "healed",  # the last committed token, re-chosen by the target
+    "forced",  # the only bytes the grammar allowed
+    "dropped",  # a preamble, a repeat or trailing prose: not part of the answer
+    "edit",  # inserted by a repair (backtrack.repair): a quote, a comma, `true` for `True`
+    "deleted",  # committed text a repair took back (the comma before a `}`)
+    "skipped",  # the API's text a repair passed over, reading on after it
+]
+OUTPUT_ORIGINS: frozenset[str] = frozenset(
+    {"draft", "reused", "correction", "healed", "forced", "edit"}
+)
 TARGET_ORIGINS: frozenset[str] = frozenset({"correction", "healed", "forced"})
 
 RoundKind = Literal["draft", "correction", "completion"]
@@ -44,6 +57,19 @@ class Span:
 
 
 @dataclass(frozen=True)
+class Repair:
+    """One edit of a repair inside a draft round: at output character `at`, `deleted` (committed
+    text taken back) and `skipped` (the API's text passed over) gave way to `inserted`; then
+    `fits` characters of the API's text fitted again, read from the same stream."""
+
+    at: int
+    deleted: str
+    skipped: str
+    inserted: str
+    fits: int
+
+
+@dataclass(frozen=True)
 class Round:
     """One round: a draft from the API, or a correction / completion by the local target."""
 
@@ -63,6 +89,7 @@ class Round:
     target_stop: str | None = None
     error: str | None = None
     request_id: str | None = None
+    repairs: tuple[Repair, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,7 +116,13 @@ class Trace:
 
     @property
     def rejected_chars(self) -> int:
-        return sum(len(s.text) for s in self.spans if s.origin in ("rejected", "dropped"))
+        lost = ("rejected", "dropped", "skipped", "deleted")
+        return sum(len(s.text) for s in self.spans if s.origin in lost)
+
+    @property
+    def repairs(self) -> int:
+        """Edits made inside draft rounds, each read on from the same stream (no API call)."""
+        return sum(len(r.repairs) for r in self.rounds)
 
     @property
     def reused_chars(self) -> int:

@@ -431,6 +431,12 @@ class Checker:
         """The bytes that may follow `text` (256 stands for the end of text)."""
         return frozenset(allowed_bytes(self._matcher))
 
+    def fits(self, chunk: str) -> int:
+        """How many characters of `chunk` `feed` would take (the state is unchanged)."""
+        data = chunk.encode("utf-8")
+        n = self._matcher.validate_tokens(list(data))
+        return len(data[:n].decode("utf-8", "ignore"))
+
     def allows(self, chunk: str) -> bool:
         """Whether `text + chunk` would still be a valid prefix (the state is unchanged)."""
         data = list(chunk.encode("utf-8"))

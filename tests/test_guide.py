@@ -50,6 +50,8 @@ PROMPT = (
 UNCLOSED = '{"a": [1, 2, 3}, "b": null}'  # DOC_A with its list closed by a brace
 
 SMALL = {"max_corrections": 2, "correction_tokens": 8, "completion_tokens": 24}
+# The correction path alone: every cut is a correction by the target and a new call, no repair.
+CORRECTIONS_ONLY = {"repair_window": 0}
 
 
 def run(
@@ -288,7 +290,9 @@ def test_keeps_a_good_start_that_a_later_offset_would_continue_longer() -> None:
     """Seeking the answer's start must not jump inside a good start: `{"ok": True...` is an
     answer cut after 7 characters, not a preamble `{"ok` before the string `": True, "`."""
     api = ScriptedAPI('{"ok": true, "v": null}', drafts=['{"ok": True, "v": None}'])
-    result = run(api, JSON, ScriptedTarget(), max_corrections=0, complete_on_budget=False)
+    result = run(
+        api, JSON, ScriptedTarget(), max_corrections=0, complete_on_budget=False, **CORRECTIONS_ONLY
+    )
     assert spans(result) == [(0, "draft", '{"ok": '), (0, "rejected", 'True, "v": None}')]
     assert (result.text, result.stop_reason, result.api_calls) == ('{"ok": ', "max_corrections", 1)
 
@@ -320,7 +324,7 @@ def test_missing_comma_reuses_the_rejected_rest(target: LocalTarget) -> None:
 
 def test_reused_remainder_that_completes_needs_no_second_call() -> None:
     api = ScriptedAPI(DOC_AB, drafts=['{"a": 1 "b": 2}'])
-    result = run(api, JSON, ScriptedTarget(","))
+    result = run(api, JSON, ScriptedTarget(","), **CORRECTIONS_ONLY)
     assert spans(result) == [
         (0, "draft", '{"a": 1 '),
         (0, "rejected", '"b": 2}'),
@@ -335,7 +339,7 @@ def test_short_remainder_is_not_reused_unless_it_completes() -> None:
     """A rejected rest shorter than min_reuse_chars that does not complete the text is dropped
     from the output (kept as rejected) and the drafter is asked again."""
     api = ScriptedAPI('{"a": 1, "b": 2, "c": 3}', drafts=['{"a": 1 "b": 2, ', ' "b": 2, "c": 3}'])
-    result = run(api, JSON, ScriptedTarget(","))
+    result = run(api, JSON, ScriptedTarget(","), **CORRECTIONS_ONLY)
     assert api.prefixes == ["", '{"a": 1 ,']
     assert spans(result) == [
         (0, "draft", '{"a": 1 '),
@@ -351,7 +355,7 @@ def test_long_remainder_is_reused_without_completing() -> None:
     """The same rest, as long as min_reuse_chars, is kept although it does not complete: the API
     is asked only for what comes after it."""
     api = ScriptedAPI('{"a": 1, "b": 2, "c": 3}', drafts=['{"a": 1 "b": 2, ', '"c": 3}'])
-    result = run(api, JSON, ScriptedTarget(","), min_reuse_chars=8)
+    result = run(api, JSON, ScriptedTarget(","), min_reuse_chars=8, **CORRECTIONS_ONLY)
     assert api.prefixes == ["", '{"a": 1 ,"b": 2, ']
     assert spans(result)[2:] == [
         (1, "correction", ","),
@@ -386,7 +390,7 @@ def test_stream_is_closed_at_the_first_bad_byte(chunk: int) -> None:
     bad = LONG_SLIP.index("}")
     read = (bad // chunk + 1) * chunk  # to the end of the chunk holding the bad byte
     api = ScriptedAPI(DOC_A, drafts=[LONG_SLIP], chunk=chunk)
-    result = run(api, JSON, ScriptedTarget("],"), stream=True)
+    result = run(api, JSON, ScriptedTarget("],"), stream=True, **CORRECTIONS_ONLY)
     assert api.yielded[0] == bad // chunk + 1, "the generator was advanced past the bad byte"
     assert api.closed == [True, False], "the first stream was not closed at the cut"
     assert spans(result) == [
@@ -470,7 +474,7 @@ def test_zero_budget_lets_the_target_complete(target: LocalTarget) -> None:
 def test_zero_budget_without_completion_stops_invalid() -> None:
     api = ScriptedAPI(DOC_A, drafts=[UNCLOSED])
     target = ScriptedTarget()
-    result = run(api, JSON, target, max_corrections=0, complete_on_budget=False)
+    result = run(api, JSON, target, max_corrections=0, complete_on_budget=False, **CORRECTIONS_ONLY)
     assert (result.stop_reason, result.valid, result.text) == (
         "max_corrections",
         False,
@@ -483,7 +487,14 @@ def test_zero_budget_without_completion_stops_invalid() -> None:
 def test_budget_without_completion_after_corrections() -> None:
     """A black box that slips again after the only correction allowed: the run stops invalid."""
     api = ScriptedAPI('{"a": [1, 2, 3]}', drafts=['{"a": [1, 2}', ", 3}"])
-    result = run(api, JSON, ScriptedTarget(","), max_corrections=1, complete_on_budget=False)
+    result = run(
+        api,
+        JSON,
+        ScriptedTarget(","),
+        max_corrections=1,
+        complete_on_budget=False,
+        **CORRECTIONS_ONLY,
+    )
     assert spans(result) == [
         (0, "draft", '{"a": [1, 2'),
         (0, "rejected", "}"),

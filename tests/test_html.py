@@ -24,7 +24,7 @@ import pytest
 
 from backtrack.html import render
 from backtrack.result import GuideResult
-from backtrack.trace import OUTPUT_ORIGINS, Origin, Round, Span, Trace
+from backtrack.trace import OUTPUT_ORIGINS, Origin, Repair, Round, Span, Trace
 
 ORIGINS = typing.get_args(Origin)
 SCRIPT = "<script>document.title='pwned'</script>"
@@ -68,6 +68,9 @@ def hostile_result() -> GuideResult:
             (f"Sure! {SCRIPT}\n", "dropped", 0),
             ('{"a": "', "draft", 0),
             (SCRIPT, "draft", 0),
+            (f"<b>{QUOTES}", "deleted", 0),
+            (f"{RTL}</b>", "skipped", 0),
+            (f"<i>{EMOJI}", "edit", 0),
             (BREAKOUT, "rejected", 0),
             ('"', "healed", 1),
             (f', "rtl": "{RTL}"', "correction", 1),
@@ -78,7 +81,10 @@ def hostile_result() -> GuideResult:
             (f"\n{BREAKOUT}", "dropped", 4),
         ],
         [
-            Round(0, "draft", "cut", 0.5, 47, 41, 47, ("'\"'", SCRIPT), 120, 30, 1, True),
+            Round(
+                *(0, "draft", "cut", 0.5, 47, 41, 47, ("'\"'", SCRIPT), 120, 30, 1, True),
+                repairs=(Repair(47, f"<b>{QUOTES}", f"{RTL}</b>", f"<i>{EMOJI}", 3),),
+            ),
             Round(1, "correction", "target_stopped", 0.2, local_tokens=5, target_stop="terminal"),
             Round(2, "draft", "error", 0.1, error=f"HTTP 500: {BREAKOUT} {QUOTES}"),
             Round(
@@ -177,7 +183,8 @@ def test_every_origin_has_its_colour_and_a_legend_entry() -> None:
 def test_summary_numbers() -> None:
     result = hostile_result()
     summary = Page(re.search(r'<div class="summary">.*?</div>', page_of(result))[0]).text
-    rejected = len(f"Sure! {SCRIPT}\n") + len(BREAKOUT) + 1 + len(f"\n{BREAKOUT}")
+    repaired = len(f"<b>{QUOTES}") + len(f"{RTL}</b>")  # deleted and skipped
+    rejected = len(f"Sure! {SCRIPT}\n") + len(BREAKOUT) + 1 + len(f"\n{BREAKOUT}") + repaired
     for fact in [
         "valid",
         "stop: complete",
@@ -185,6 +192,7 @@ def test_summary_numbers() -> None:
         "API tokens in / out: 120 / 30",
         "rounds: 5",
         "corrections: 2",
+        "repairs: 1",
         f"characters accepted / rejected: {result.accepted_chars} / {rejected}",
         "local tokens: 7",
         "time: 1.25 s",

@@ -1,0 +1,304 @@
+"""Repairs as edits: at a cut, the smallest edit after which the draft fits the grammar again.
+
+A bounded form of the minimum-distance error-correcting parse (Aho and Peterson, 1972). At a cut
+the committed text is C and the draft's rejected rest is R (as much of it as has arrived, up to a
+window). A candidate edit backs off `back` characters of C (back into the lexeme the cut is in, or
+the comma before a `}`), skips `skip` characters of R, and inserts a short `insert` the grammar
+allows there: nothing, one character, a word the grammar allows where R has a word (`True` for
+`true`), or R's own quoted text with its quotes made the ones the grammar takes (`'a'` for `"a"`).
+The engine checks each candidate in microseconds without changing state (`Checker.fits`).
+
+The best candidate is the one after which the most of R fits (all of it, ending a complete text,
+first), then the cheapest (the edit distance between what it removes and what it inserts), then
+the one that inserts least: a repair deletes the API's slip rather than inventing content around
+it. A candidate that leaves the text inside a string it opened is not trusted to resynchronise:
+the draft's own structure would fit there as the string's content. A candidate resynchronises
+when at least `min_fit` characters of R fit after it (or all of R, when shorter); otherwise there
+is no repair, and the local model writes a correction instead.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from grammars import Checker
+
+_PRINTABLE = frozenset(range(0x20, 0x7F))
+_INSERTABLE = _PRINTABLE | {ord("\n"), ord("\t")}
+# Where the grammar takes (nearly) any printable character next, the text is inside a free-text
+# lexeme (a string, a quoted name).
+_FREE_TEXT = 90
+_QUOTES = "'`\u2018\u2019\u201c\u201d"
+_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+
+
+@dataclass(frozen=True)
+class RepairLimits:
+    """How far a repair may reach: `max_back` committed characters, `max_skip` draft characters
+    (or the draft's next word), words of at most `max_word` letters with at most `word_nodes`
+    prefixes explored, and `min_fit` characters of the draft that must fit after it."""
+
+    max_back: int = 8
+    max_skip: int = 4
+    max_word: int = 8
+    word_nodes: int = 96
+    min_fit: int = 8
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Remove the last `back` committed characters (`deleted`), skip the draft's next `skip`
+    characters (`skipped`), insert `insert`; then `fits` characters of the rest fit."""
+
+    back: int
+    skip: int
+    insert: str
+    deleted: str
+    skipped: str
+    fits: int
+    cost: int
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance (the strings here are a few characters long)."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        previous, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (ca != cb))
+    return row[-1]
+
+
+def _common(a: str, b: str) -> int:
+    """The length of the longest common subsequence of two short strings."""
+    row = [0] * (len(b) + 1)
+    for ca in a:
+        previous = 0
+        for j, cb in enumerate(b, 1):
+            previous, row[j] = row[j], previous + 1 if ca == cb else max(row[j], row[j - 1])
+    return row[-1]
+
+
+_WORDS = re.compile(r"\w+")
+# Literals of other languages and the JSON/SQL ones they mean: as close as a one-letter slip.
+_SYNONYMS = frozenset({("none", "null"), ("nil", "null"), ("undefined", "null"), ("nan", "null")})
+
+
+def _changes_words(before: str, removed: str, inserted: str, after: str) -> bool:
+    """Whether replacing `removed` by `inserted` between `before` and `after` changes the text's
+    words (beyond letter case): cuts into one (FROM to FRM) or joins two (TOP 5 to TOP5). An API
+    writes whole words, so its slip is rarely half of one; a word the grammar offers in place of
+    the draft's whole word is a candidate of its own, not counted here."""
+    context = 32
+    old = _WORDS.findall(before[-context:] + removed + after[:context])
+    new = _WORDS.findall(before[-context:] + inserted + after[:context])
+    return [w.lower() for w in old] != [w.lower() for w in new]
+
+
+def _distance(removed: str, inserted: str) -> int:
+    """The edit distance, a known synonym of another language counting as one edit."""
+    if (removed.strip().lower(), inserted.strip().lower()) in _SYNONYMS:
+        return 1
+    return edit_distance(removed, inserted)
+
+
+def _free_text(checker: Checker) -> bool:
+    return len(checker.next_bytes() & _PRINTABLE) >= _FREE_TEXT
+
+
+def _word_at(text: str) -> int:
+    """The length of the word `text` starts with (letters, digits after the first, `_`)."""
+    n = 0
+    while n < len(text) and (text[n] in _WORD or (n and text[n].isdigit())):
+        n += 1
+    return n
+
+
+def _skips(rest: str, limits: RepairLimits) -> list[int]:
+    """How much of the draft a candidate may skip: a few characters, or its next word with the
+    blanks after it."""
+    skips = set(range(min(limits.max_skip, len(rest)) + 1))
+    word = _word_at(rest)
+    if word:
+        skips.add(word)
+        skips.add(word + len(rest[word:]) - len(rest[word:].lstrip(" ")))
+    return sorted(skips)
+
+
+def _words(checker: Checker, limits: RepairLimits) -> list[str]:
+    """Words the grammar allows here, letters only, breadth first within the node budget."""
+    found: list[str] = []
+    frontier = [""]
+    nodes = 0
+    start = checker.chars
+    while frontier and nodes < limits.word_nodes:
+        prefix = frontier.pop(0)
+        checker.feed(prefix)
+        following = checker.next_bytes()
+        checker.rollback(start)
+        if prefix and not following <= _WORD_BYTES:
+            found.append(prefix)
+        if len(prefix) < limits.max_word:
+            for byte in sorted(following & _WORD_BYTES):
+                frontier.append(prefix + chr(byte))
+                nodes += 1
+    return found
+
+
+_WORD_BYTES = frozenset(ord(c) for c in _WORD)
+
+
+def _quoted(rest: str) -> tuple[int, str] | None:
+    """When the draft opens a quote of another kind, (its quoted text's length, the same text in
+    double quotes); None otherwise."""
+    if not rest or rest[0] not in _QUOTES:
+        return None
+    for i in range(1, len(rest)):
+        if rest[i] in _QUOTES:
+            inner = rest[1:i]
+            if '"' in inner or "\\" in inner or "\n" in inner:
+                return None
+            return i + 1, f'"{inner}"'
+        if rest[i] == "\n":
+            return None
+    return None
+
+
+def _inserts(
+    checker: Checker, deleted: str, rest: str, limits: RepairLimits
+) -> list[tuple[str, int | None]]:
+    """(text to insert, the skip it goes with, None for any) where `deleted` was backed off. A
+    grammar's word goes with skipping the draft's whole word."""
+    following = checker.next_bytes()
+    inserts: list[tuple[str, int | None]] = [("", None)]
+    inserts += [(chr(b), None) for b in sorted(following & _INSERTABLE)]
+    if len(deleted) > 1:  # one character deleted further back: the comma in "a, FROM"
+        inserts.append((deleted[1:], None))
+    word = _word_at(rest)
+    tail = len(deleted) - len(deleted.rstrip("".join(_WORD)))
+    if word and following & _WORD_BYTES and (not deleted or tail == len(deleted)):
+        inserts += [(w, word) for w in _words(checker, limits)]
+    quoted = _quoted(rest)
+    if quoted is not None and ord('"') in following and not deleted:
+        inserts.append((quoted[1], quoted[0]))
+    return inserts
+
+
+Key = tuple[int, int, int, int, int, int]
+
+
+def _candidates(
+    checker: Checker, committed: str, rest: str, floor: int, limits: RepairLimits
+) -> list[tuple[Key, Edit]]:
+    """Every candidate edit with its rank, best first; leaves the checker backed off."""
+    base = len(committed)
+    ranked: list[tuple[Key, Edit]] = []
+    for back in range(min(limits.max_back, base - floor) + 1):
+        checker.rollback(base - back)
+        deleted = committed[base - back :]
+        for insert, only in _inserts(checker, deleted, rest, limits):
+            for skip in [only] if only is not None else _skips(rest, limits):
+                if (back, skip, insert) == (0, 0, "") or insert == deleted + rest[:skip]:
+                    continue  # no edit: that is the cut itself
+                tail = rest[skip:]
+                taken = checker.fits(insert + tail)
+                if taken < len(insert) or (taken == len(insert) and tail):
+                    continue
+                fits = taken - len(insert)
+                removed = deleted + rest[:skip]
+                word_swap = only is not None and insert[:1].isalpha()
+                cost = _distance(removed, insert) + (
+                    not word_swap
+                    and _changes_words(committed[: base - back], removed, insert, tail)
+                )
+                loose = edit_distance(removed.lower(), insert.lower())
+                invented = len(insert) - _common(removed, insert)
+                edit = Edit(back, skip, insert, deleted, rest[:skip], fits, cost)
+                whole = int(fits == len(tail))
+                ranked.append(((fits, whole, -cost, -invented, -loose, -back), edit))
+    ranked.sort(key=lambda item: item[0], reverse=True)
+    return ranked
+
+
+def search(
+    checker: Checker,
+    rest: str,
+    *,
+    final: bool,
+    floor: int,
+    limits: RepairLimits,
+    depth: int = 0,
+) -> Edit | None:
+    """The best edit at `checker`'s cut for the draft's `rest` (all of the reply's rest when
+    `final`), backing off no further than character `floor`; None when no edit resynchronises.
+    An edit after which fewer than `min_fit` characters fit resynchronises when the next cut has
+    an edit that does (one level of look-ahead: two slips in a row, `'name': 'Bob'`). The checker
+    is left where it was."""
+    committed = checker.text
+    was_free = _free_text(checker)
+    ranked = _candidates(checker, committed, rest, floor, limits)
+    chosen = None
+    looked_ahead = 0
+    for _key, edit in ranked:
+        tail = rest[edit.skip :]
+        if not _trusted(checker, committed, edit, tail, final=final, was_free=was_free):
+            continue
+        if edit.fits >= min(limits.min_fit, len(tail)):
+            chosen = edit
+            break
+        if depth or looked_ahead >= _LOOK_AHEAD or not edit.fits:
+            continue
+        looked_ahead += 1
+        _apply(checker, committed, edit, tail[: edit.fits])
+        following = search(
+            checker, tail[edit.fits :], final=final, floor=checker.chars, limits=limits, depth=1
+        )
+        if following is not None:
+            chosen = edit
+            break
+    _restore(checker, committed)
+    return chosen
+
+
+_LOOK_AHEAD = 4  # candidates tried with a look-ahead, at most, per search
+
+
+def _apply(checker: Checker, committed: str, edit: Edit, fitting: str) -> None:
+    """The checker at the committed text with `edit` made and `fitting` fed after it."""
+    _restore(checker, committed[: len(committed) - edit.back])
+    checker.feed(edit.insert)
+    checker.feed(fitting)
+
+
+def _restore(checker: Checker, text: str) -> None:
+    """The checker at exactly `text`, which shares a prefix with what it holds."""
+    held = checker.text
+    limit = min(len(held), len(text))
+    # They differ near their ends only: compare the long start at once, the rest one by one.
+    keep = max(0, limit - 512)
+    if held[:keep] != text[:keep]:
+        keep = 0
+    while keep < limit and held[keep] == text[keep]:
+        keep += 1
+    checker.rollback(keep)
+    checker.feed(text[keep:])
+
+
+def _trusted(
+    checker: Checker, committed: str, edit: Edit, tail: str, *, final: bool, was_free: bool
+) -> bool:
+    """Whether `edit` resynchronises for real. Outside a string at the cut, an edit that backs
+    off into a string, or leaves the text inside one, is not trusted: the draft's own structure
+    would fit there as the string's content (unless the whole of a final rest then fits and
+    completes the text)."""
+    _restore(checker, committed[: len(committed) - edit.back])
+    if was_free:
+        return True
+    inside = _free_text(checker)
+    checker.feed(edit.insert)
+    inside = inside or _free_text(checker)
+    if not inside:
+        return True
+    checker.feed(tail[: edit.fits])
+    return final and edit.fits == len(tail) and checker.complete
