@@ -185,15 +185,24 @@ def _inserts(
     return inserts
 
 
-Key = tuple[int, int, int, int, int, int]
+@dataclass(frozen=True)
+class _Candidate:
+    edit: Edit
+    tail: str  # the draft's rest after the skip
+    rank: tuple[int, int, int, int]  # after the cost, lower first: less reach, more invented...
+
+    @property
+    def whole(self) -> bool:
+        return self.edit.fits == len(self.tail)
 
 
 def _candidates(
     checker: Checker, committed: str, rest: str, floor: int, limits: RepairLimits
-) -> list[tuple[Key, Edit]]:
-    """Every candidate edit with its rank, best first; leaves the checker backed off."""
+) -> list[_Candidate]:
+    """Every candidate edit after which at least one character of the rest fits (or all of an
+    empty rest); leaves the checker backed off."""
     base = len(committed)
-    ranked: list[tuple[Key, Edit]] = []
+    found: list[_Candidate] = []
     for back in range(min(limits.max_back, base - floor) + 1):
         checker.rollback(base - back)
         deleted = committed[base - back :]
@@ -215,53 +224,77 @@ def _candidates(
                 loose = edit_distance(removed.lower(), insert.lower())
                 invented = len(insert) - _common(removed, insert)
                 edit = Edit(back, skip, insert, deleted, rest[:skip], fits, cost)
-                whole = int(fits == len(tail))
-                ranked.append(((fits, whole, -cost, -invented, -loose, -back), edit))
-    ranked.sort(key=lambda item: item[0], reverse=True)
-    return ranked
+                found.append(_Candidate(edit, tail, (-(skip + fits), invented, loose, back)))
+    return found
 
 
 def search(
+    checker: Checker, rest: str, *, final: bool, floor: int, limits: RepairLimits
+) -> Edit | None:
+    """The cheapest edit at `checker`'s cut after which the draft's `rest` (all of the reply's
+    rest when `final`) fits again, backing off no further than character `floor`; None when no
+    edit resynchronises. The checker is left where it was."""
+    best = _best(checker, rest, final=final, floor=floor, limits=limits, need=limits.min_fit)
+    return None if best is None else best[0]
+
+
+def _best(
     checker: Checker,
     rest: str,
     *,
     final: bool,
     floor: int,
     limits: RepairLimits,
+    need: int,
     depth: int = 0,
-) -> Edit | None:
-    """The best edit at `checker`'s cut for the draft's `rest` (all of the reply's rest when
-    `final`), backing off no further than character `floor`; None when no edit resynchronises.
-    An edit after which fewer than `min_fit` characters fit resynchronises when the next cut has
-    an edit that does (one level of look-ahead: two slips in a row, `'name': 'Bob'`). The checker
-    is left where it was."""
+) -> tuple[Edit, int] | None:
+    """The edit to make, and the total cost of the edits it takes to resynchronise.
+
+    An edit resynchronises when `need` characters of the rest fit after it (or the whole rest,
+    which then, for a final reply, completes the text). An edit after which fewer fit
+    resynchronises when edits at the next cuts do, up to `_MAX_DEPTH` slips in a row
+    (`{'a': 1, 'b': 2}`): the path of least total cost wins."""
     committed = checker.text
     was_free = _free_text(checker)
-    ranked = _candidates(checker, committed, rest, floor, limits)
-    chosen = None
-    looked_ahead = 0
-    for _key, edit in ranked:
-        tail = rest[edit.skip :]
-        if not _trusted(checker, committed, edit, tail, final=final, was_free=was_free):
-            continue
-        if edit.fits >= min(limits.min_fit, len(tail)):
-            chosen = edit
+    candidates = _candidates(checker, committed, rest, floor, limits)
+    direct = [c for c in candidates if c.edit.fits >= min(need, len(c.tail))]
+    direct.sort(key=lambda c: (c.edit.cost, c.rank))
+    best: tuple[Edit, int] | None = None
+    for c in direct:
+        complete = final and c.whole
+        if _trusted(checker, committed, c, final=final, was_free=was_free, complete=complete):
+            best = (c.edit, c.edit.cost)
             break
-        if depth or looked_ahead >= _LOOK_AHEAD or not edit.fits:
-            continue
-        looked_ahead += 1
-        _apply(checker, committed, edit, tail[: edit.fits])
-        following = search(
-            checker, tail[edit.fits :], final=final, floor=checker.chars, limits=limits, depth=1
-        )
-        if following is not None:
-            chosen = edit
-            break
+    if depth < _MAX_DEPTH:
+        partial = [c for c in candidates if 0 < c.edit.fits < min(need, len(c.tail))]
+        partial.sort(key=lambda c: (c.rank[0], c.edit.cost, c.rank))
+        tried = 0
+        for c in partial:
+            if tried >= (_LOOK_AHEAD if depth == 0 else 1):
+                break
+            if best is not None and c.edit.cost >= best[1]:
+                continue
+            if not _trusted(checker, committed, c, final=final, was_free=was_free):
+                continue
+            tried += 1
+            _apply(checker, committed, c.edit, c.tail[: c.edit.fits])
+            following = _best(
+                checker,
+                c.tail[c.edit.fits :],
+                final=final,
+                floor=checker.chars,
+                limits=limits,
+                need=need - c.edit.fits,
+                depth=depth + 1,
+            )
+            if following is not None and (best is None or c.edit.cost + following[1] < best[1]):
+                best = (c.edit, c.edit.cost + following[1])
     _restore(checker, committed)
-    return chosen
+    return best
 
 
-_LOOK_AHEAD = 4  # candidates tried with a look-ahead, at most, per search
+_MAX_DEPTH = 3  # slips in a row one search looks through
+_LOOK_AHEAD = 3  # edits followed to the next cut at the first level (one at deeper ones)
 
 
 def _apply(checker: Checker, committed: str, edit: Edit, fitting: str) -> None:
@@ -286,19 +319,26 @@ def _restore(checker: Checker, text: str) -> None:
 
 
 def _trusted(
-    checker: Checker, committed: str, edit: Edit, tail: str, *, final: bool, was_free: bool
+    checker: Checker,
+    committed: str,
+    c: _Candidate,
+    *,
+    final: bool,
+    was_free: bool,
+    complete: bool = False,
 ) -> bool:
-    """Whether `edit` resynchronises for real. Outside a string at the cut, an edit that backs
+    """Whether edit `c` resynchronises for real. Outside a string at the cut, an edit that backs
     off into a string, or leaves the text inside one, is not trusted: the draft's own structure
     would fit there as the string's content (unless the whole of a final rest then fits and
-    completes the text)."""
+    completes the text). With `complete`, the text must be complete after the rest."""
+    edit = c.edit
     _restore(checker, committed[: len(committed) - edit.back])
-    if was_free:
-        return True
-    inside = _free_text(checker)
+    inside = not was_free and _free_text(checker)
     checker.feed(edit.insert)
-    inside = inside or _free_text(checker)
-    if not inside:
+    inside = inside or (not was_free and _free_text(checker))
+    if not inside and not complete:
         return True
-    checker.feed(tail[: edit.fits])
-    return final and edit.fits == len(tail) and checker.complete
+    checker.feed(c.tail[: edit.fits])
+    if inside:
+        return final and c.whole and checker.complete
+    return checker.complete

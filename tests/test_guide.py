@@ -369,7 +369,7 @@ def test_remainder_is_not_reused_inside_a_string_the_correction_opened() -> None
     """Appended after the correction's opening quote, `'name': 'Ann', ...` would parse as the
     key's content: it is not reused, and the API writes the rest after `{"`."""
     api = ScriptedAPI('{"name": "Ann", "tags": ["x"]}', drafts=["{'name': 'Ann', 'tags': ['x']}"])
-    result = run(api, JSON, ScriptedTarget('"'))
+    result = run(api, JSON, ScriptedTarget('"'), **CORRECTIONS_ONLY)
     assert spans(result) == [
         (0, "draft", "{"),
         (0, "rejected", "'name': 'Ann', 'tags': ['x']}"),
