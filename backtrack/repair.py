@@ -147,6 +147,7 @@ def _words(checker: Checker, limits: RepairLimits) -> list[str]:
 
 
 _WORD_BYTES = frozenset(ord(c) for c in _WORD)
+_ALNUM_BYTES = frozenset(b for b in range(128) if chr(b).isalnum())
 
 
 def _quoted(rest: str) -> tuple[int, str] | None:
@@ -172,7 +173,10 @@ def _inserts(
     grammar's word goes with skipping the draft's whole word."""
     following = checker.next_bytes()
     inserts: list[tuple[str, int | None]] = [("", None)]
-    inserts += [(chr(b), None) for b in sorted(following & _INSERTABLE)]
+    if len(following & _PRINTABLE) < _FREE_TEXT:  # in a string, a character is just content
+        # Punctuation and blanks: a letter or digit inserted on its own would be made-up
+        # content (a word the grammar offers is a candidate of its own, below).
+        inserts += [(chr(b), None) for b in sorted(following & _INSERTABLE - _ALNUM_BYTES)]
     if len(deleted) > 1:  # one character deleted further back: the comma in "a, FROM"
         inserts.append((deleted[1:], None))
     word = _word_at(rest)
@@ -202,16 +206,24 @@ def _candidates(
     """Every candidate edit after which at least one character of the rest fits (or all of an
     empty rest); leaves the checker backed off."""
     base = len(committed)
+    was_free = _free_text(checker)
     found: list[_Candidate] = []
     for back in range(min(limits.max_back, base - floor) + 1):
         checker.rollback(base - back)
+        if back and not was_free and _free_text(checker):
+            continue  # backed into a string: not trusted (see _trusted), not worth checking
         deleted = committed[base - back :]
         for insert, only in _inserts(checker, deleted, rest, limits):
             for skip in [only] if only is not None else _skips(rest, limits):
                 if (back, skip, insert) == (0, 0, "") or insert == deleted + rest[:skip]:
                     continue  # no edit: that is the cut itself
+                if skip and skip == len(rest):
+                    continue  # the draft's whole rest dropped: that is no resynchronisation
                 tail = rest[skip:]
-                taken = checker.fits(insert + tail)
+                # Most candidates fail within a few characters: check those first, then the rest.
+                taken = checker.fits(insert + tail[:_QUICK])
+                if taken == len(insert) + min(_QUICK, len(tail)) and len(tail) > _QUICK:
+                    taken = checker.fits(insert + tail)
                 if taken < len(insert) or (taken == len(insert) and tail):
                     continue
                 fits = taken - len(insert)
@@ -238,6 +250,10 @@ def search(
     return None if best is None else best[0]
 
 
+Total = tuple[int, int]
+"""What a path of edits costs: the edits (edit distance), then the characters it inserts."""
+
+
 def _best(
     checker: Checker,
     rest: str,
@@ -247,7 +263,7 @@ def _best(
     limits: RepairLimits,
     need: int,
     depth: int = 0,
-) -> tuple[Edit, int] | None:
+) -> tuple[Edit, Total] | None:
     """The edit to make, and the total cost of the edits it takes to resynchronise.
 
     An edit resynchronises when `need` characters of the rest fit after it (or the whole rest,
@@ -259,20 +275,28 @@ def _best(
     candidates = _candidates(checker, committed, rest, floor, limits)
     direct = [c for c in candidates if c.edit.fits >= min(need, len(c.tail))]
     direct.sort(key=lambda c: (c.edit.cost, c.rank))
-    best: tuple[Edit, int] | None = None
+    best: tuple[Edit, Total] | None = None
     for c in direct:
-        complete = final and c.whole
-        if _trusted(checker, committed, c, final=final, was_free=was_free, complete=complete):
-            best = (c.edit, c.edit.cost)
+        if best is not None and c.edit.cost > best[1][0]:
+            break
+        if not _trusted(checker, committed, c, final=final, was_free=was_free):
+            continue
+        # A final reply that fits whole but leaves the text unfinished counts one edit more
+        # than one that completes it: `["a", "b",{}` does not beat `["a", "b"]`.
+        unfinished = final and c.whole and not _completes(checker, committed, c)
+        total = (c.edit.cost + unfinished, len(c.edit.insert))
+        if best is None or total < best[1]:
+            best = (c.edit, total)
+        if not unfinished:
             break
     if depth < _MAX_DEPTH:
         partial = [c for c in candidates if 0 < c.edit.fits < min(need, len(c.tail))]
-        partial.sort(key=lambda c: (c.rank[0], c.edit.cost, c.rank))
+        partial.sort(key=lambda c: (c.edit.cost, c.rank))
         tried = 0
         for c in partial:
             if tried >= (_LOOK_AHEAD if depth == 0 else 1):
                 break
-            if best is not None and c.edit.cost >= best[1]:
+            if best is not None and c.edit.cost > best[1][0]:
                 continue
             if not _trusted(checker, committed, c, final=final, was_free=was_free):
                 continue
@@ -282,17 +306,21 @@ def _best(
                 checker,
                 c.tail[c.edit.fits :],
                 final=final,
-                floor=checker.chars,
+                floor=len(committed) - c.edit.back + len(c.edit.insert),
                 limits=limits,
                 need=need - c.edit.fits,
                 depth=depth + 1,
             )
-            if following is not None and (best is None or c.edit.cost + following[1] < best[1]):
-                best = (c.edit, c.edit.cost + following[1])
+            if following is not None:
+                cost, inserted = following[1]
+                total = (c.edit.cost + cost, len(c.edit.insert) + inserted)
+                if best is None or total < best[1]:
+                    best = (c.edit, total)
     _restore(checker, committed)
     return best
 
 
+_QUICK = 4  # characters checked first for each candidate
 _MAX_DEPTH = 3  # slips in a row one search looks through
 _LOOK_AHEAD = 3  # edits followed to the next cut at the first level (one at deeper ones)
 
@@ -319,26 +347,23 @@ def _restore(checker: Checker, text: str) -> None:
 
 
 def _trusted(
-    checker: Checker,
-    committed: str,
-    c: _Candidate,
-    *,
-    final: bool,
-    was_free: bool,
-    complete: bool = False,
+    checker: Checker, committed: str, c: _Candidate, *, final: bool, was_free: bool
 ) -> bool:
     """Whether edit `c` resynchronises for real. Outside a string at the cut, an edit that backs
     off into a string, or leaves the text inside one, is not trusted: the draft's own structure
     would fit there as the string's content (unless the whole of a final rest then fits and
-    completes the text). With `complete`, the text must be complete after the rest."""
+    completes the text)."""
     edit = c.edit
     _restore(checker, committed[: len(committed) - edit.back])
     inside = not was_free and _free_text(checker)
     checker.feed(edit.insert)
     inside = inside or (not was_free and _free_text(checker))
-    if not inside and not complete:
+    if not inside:
         return True
-    checker.feed(c.tail[: edit.fits])
-    if inside:
-        return final and c.whole and checker.complete
+    return final and c.whole and _completes(checker, committed, c)
+
+
+def _completes(checker: Checker, committed: str, c: _Candidate) -> bool:
+    """Whether the text is complete after edit `c` and the rest that fits."""
+    _apply(checker, committed, c.edit, c.tail[: c.edit.fits])
     return checker.complete

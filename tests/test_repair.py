@@ -1,0 +1,211 @@
+"""Repairs as edits: a slip is deleted, replaced or filled in, and the draft is read on from the
+same stream, with no new call and no local model.
+
+The APIs here replay fixed text and never read the grammar (tests/scripted.py); the target is a
+ScriptedTarget with nothing to say, so a test fails if a correction is asked for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from scripted import ScriptedAPI, ScriptedTarget
+from servers import text
+
+import providers
+from backtrack import Grammar, GuideResult, guide, wrap
+from backtrack.repair import RepairLimits, search
+from backtrack.trace import OUTPUT_ORIGINS
+from grammars import Checker
+
+NO_CORRECTIONS = {"max_corrections": 0, "complete_on_budget": False}
+
+
+def repaired(grammar: str, draft: str, *, chunk: int = 0, **options: Any) -> GuideResult:
+    api = ScriptedAPI(draft, chunk=chunk)
+    fn = api.stream if chunk else api
+    settings = {**NO_CORRECTIONS, **options}
+    result = guide(
+        providers.FunctionDrafter(fn), grammar, prompt="p", target=ScriptedTarget(), **settings
+    )
+    assert api.calls == result.api_calls
+    return result
+
+
+def spans(result: GuideResult) -> list[tuple[str, str]]:
+    return [(s.origin, s.text) for s in result.trace.spans]
+
+
+# -- the two examples of the issue -----------------------------------------------------------------
+
+
+def test_a_trailing_comma_is_deleted_through_the_openai_sdk(
+    openai_server: Any, openai_client: Any
+) -> None:
+    openai_server.script(text('{"city": "Oslo", "pop": 709000,}', chunk_size=4))
+    client = wrap(openai_client(), target=ScriptedTarget(), **NO_CORRECTIONS)
+    reply = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Oslo"}], grammar="json"
+    )
+    assert reply.choices[0].message.content == '{"city": "Oslo", "pop": 709000}'
+    result = reply.guide_result
+    assert (result.api_calls, result.corrections, result.repairs) == (1, 0, 1)
+    assert len(openai_server.bodies) == 1
+    assert spans(result) == [
+        ("draft", '{"city": "Oslo", "pop": 709000'),
+        ("deleted", ","),
+        ("draft", "}"),
+    ]
+
+
+def test_wrong_quotes_and_trailing_commas_keep_every_field() -> None:
+    result = repaired("json", """{'name': 'Bob', "age": 42, "tags": ["a", "b",],}""")
+    assert result.text == '{"name": "Bob", "age": 42, "tags": ["a", "b"]}'
+    assert (result.valid, result.api_calls, result.corrections) == (True, 1, 0)
+    assert spans(result) == [
+        ("draft", "{"),
+        ("skipped", "'name'"),
+        ("edit", '"name"'),
+        ("draft", ": "),
+        ("skipped", "'Bob'"),
+        ("edit", '"Bob"'),
+        ("draft", ', "age": 42, "tags": ["a", "b"'),
+        ("deleted", ","),
+        ("draft", "]"),
+        ("deleted", ","),
+        ("draft", "}"),
+    ]
+    edits = [(e.deleted, e.skipped, e.inserted) for e in result.trace.rounds[0].repairs]
+    assert edits == [("", "'name'", '"name"'), ("", "'Bob'", '"Bob"'), (",", "", ""), (",", "", "")]
+
+
+# -- per slip kind, over the shipped grammars ------------------------------------------------------
+
+SLIPS = [
+    # (grammar, draft, the one-edit repair)
+    ("json", '{"a": [1, 2, 3,], "b": null}', '{"a": [1, 2, 3], "b": null}'),  # trailing separator
+    ("json", '{"a": 1, "b": 2,}', '{"a": 1, "b": 2}'),
+    ("json", "{'a': 1, 'b': 'x y'}", '{"a": 1, "b": "x y"}'),  # wrong quotes
+    ("json", '{"ok": True, "no": False, "v": None}', '{"ok": true, "no": false, "v": null}'),
+    ("json", '{"a": [1, 2, 3}, "b": null}', '{"a": [1, 2, 3], "b": null}'),  # wrong bracket
+    ("json", '{"a": [1, 2, 3]]}', '{"a": [1, 2, 3]}'),  # extra closing bracket
+    ("json", '{"a": 1 "b": 2}', '{"a": 1 ,"b": 2}'),  # missing separator
+    ("json", '{"a": 1, "b": 2;}', '{"a": 1, "b": 2}'),  # stray character
+    ("json", '{"name": "Ann", "age": 3O}', '{"name": "Ann", "age": 3}'),
+    (
+        "sqlite",
+        "SELECT name FROM users WHERE name ILIKE 'a%' LIMIT 5;",
+        "SELECT name FROM users WHERE name LIKE 'a%' LIMIT 5;",
+    ),
+    ("sqlite", "SELECT a, b, FROM t WHERE x = 1;", "SELECT a, b FROM t WHERE x = 1;"),
+    ("sqlite", "SELECT name FROM users WHERE id = 1;;", "SELECT name FROM users WHERE id = 1;"),
+    ("sqlite", "SELECT name FROM users WHERE age > 3);", "SELECT name FROM users WHERE age > 3;"),
+    ("arithmetic", "1 + 2 * (3 + 4))", "1 + 2 * (3 + 4)"),
+    ("arithmetic", "1 + + 2", "1 +  2"),
+]
+
+
+@pytest.mark.parametrize(("grammar", "draft", "expected"), SLIPS)
+@pytest.mark.parametrize("chunk", [0, 3], ids=["whole", "streamed"])
+def test_a_slip_is_repaired_with_one_call(
+    grammar: str, draft: str, expected: str, chunk: int
+) -> None:
+    result = repaired(grammar, draft, chunk=chunk)
+    assert result.text == expected
+    assert (result.valid, result.api_calls, result.corrections) == (True, 1, 0)
+    assert result.repairs >= 1
+    assert "".join(s.text for s in result.trace.spans if s.origin in OUTPUT_ORIGINS) == expected
+
+
+@pytest.mark.parametrize(
+    ("grammar", "draft"),
+    [
+        ("json", '{"a": [1, 2, 3], "b": {"c": "x, y"}}'),
+        ("sqlite", "SELECT name, age FROM users WHERE age > 3 ORDER BY age LIMIT 5;"),
+        ("arithmetic", "1 + 2 * (3 + 4)"),
+    ],
+)
+def test_a_valid_draft_passes_through_untouched(grammar: str, draft: str) -> None:
+    result = repaired(grammar, draft, chunk=5)
+    assert result.text == draft and spans(result) == [("draft", draft)]
+    assert (result.api_calls, result.repairs) == (1, 0)
+
+
+def test_an_unrepairable_rest_goes_to_the_target_as_before() -> None:
+    # Prose where JSON goes on: no small edit makes it fit; the target corrects, the API goes on.
+    api = ScriptedAPI('{"a": 1, "b": 2}', drafts=['{"a": 1, I think the next key is b'])
+    result = guide(providers.FunctionDrafter(api), "json", prompt="p", target=ScriptedTarget('"b"'))
+    assert result.repairs == 0 and result.corrections == 1
+    assert result.text == '{"a": 1, "b": 2}'
+
+
+def test_repairs_can_be_turned_off() -> None:
+    result = repaired("json", '{"a": 1, "b": 2,}', repair_window=0)
+    assert result.text == '{"a": 1, "b": 2,' and result.repairs == 0
+    assert spans(result)[-1] == ("rejected", "}")
+
+
+def test_a_stream_that_drops_while_a_repair_reads_on_resumes_from_the_committed_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import providers.retry
+
+    monkeypatch.setattr(providers.retry, "backoff", lambda attempt, exc: 0.0)
+    draft = '{"a": [1, 2, 3,], "b": null}'
+    drop = providers.ProviderError("dropped", retryable=True)
+    api = ScriptedAPI(draft, chunk=3, fail=lambda call: (6, drop) if call == 0 else None)
+    result = guide(
+        providers.FunctionDrafter(api.stream),
+        "json",
+        prompt="p",
+        target=ScriptedTarget(),
+        **NO_CORRECTIONS,
+    )
+    assert result.text == '{"a": [1, 2, 3], "b": null}'
+    assert result.api_calls == 2 and api.prefixes[1] == '{"a": [1, 2, 3,'
+
+
+# -- the search's cost -----------------------------------------------------------------------------
+
+
+def test_the_search_does_bounded_work_on_a_long_draft_with_many_slips(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 64 KB draft with two slips every kilobyte: every slip is repaired, and the engine
+    checks per repair stay under a fixed bound, whatever the length of the draft."""
+    items = [
+        f'{{"id": {i}, "tags": ["x", "y",], "ok": True}}'
+        if i % 24 == 0
+        else f'{{"id": {i}, "tags": ["x", "y"], "ok": true}}'
+        for i in range(1500)
+    ]
+    draft = "[" + ", ".join(items) + "]"
+    assert len(draft) > 64_000
+    calls = [0]
+    checked = [0]
+    fits = Checker.fits
+
+    def counted(self: Checker, chunk: str) -> int:
+        calls[0] += 1
+        checked[0] += len(chunk)
+        return fits(self, chunk)
+
+    monkeypatch.setattr(Checker, "fits", counted)
+    result = repaired("json", draft, chunk=64, max_repairs=10_000, max_draft_tokens=10_000)
+    expected = draft.replace('"y",]', '"y"]').replace("True", "true")
+    assert result.text == expected and result.api_calls == 1
+    assert result.repairs == 2 * len(range(0, 1500, 24))
+    assert calls[0] / result.repairs < 2_000
+    assert checked[0] / result.repairs < 2_000 * 64
+
+
+def test_search_leaves_the_checker_as_it_was() -> None:
+    grammar = Grammar.load("json")
+    checker = grammar.checker()
+    taken = checker.feed('{"a": [1, 2,]')
+    committed = checker.text
+    edit = search(checker, '{"a": [1, 2,]'[taken:], final=True, floor=0, limits=RepairLimits())
+    assert edit is not None and (edit.back, edit.insert) == (1, "")
+    assert checker.text == committed and checker.chars == len(committed)
+    assert checker.feed("3]") == 2  # still at the cut, after the comma
