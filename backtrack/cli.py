@@ -275,6 +275,8 @@ OPTION_FLAGS: dict[str, tuple[int, str]] = {
     "min_reuse_chars": (0, "a draft's rest that fits after a correction is kept from this length"),
     "max_preamble_chars": (0, "how much of a first draft may be skipped as preamble"),
     "max_attempts": (1, "attempts per draft request, retries included"),
+    "repair_window": (0, "characters read past a cut to find an edit (0: no repairs)"),
+    "max_repairs": (0, "edits per run, each read on from the same stream"),
 }
 
 
