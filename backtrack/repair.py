@@ -29,6 +29,9 @@ _INSERTABLE = _PRINTABLE | {ord("\n"), ord("\t")}
 # Where the grammar takes (nearly) any printable character next, the text is inside a free-text
 # lexeme (a string, a quoted name).
 _FREE_TEXT = 90
+# Inserted alone, these close, open or separate; any other symbol is an operator, which would
+# join the draft's words into an expression it never meant (`TOP %5`): it costs one more.
+_SEPARATORS = frozenset(",;:()[]{}\"' \t\n")
 _QUOTES = "'`\u2018\u2019\u201c\u201d"
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
@@ -183,10 +186,19 @@ def _inserts(
     tail = len(deleted) - len(deleted.rstrip("".join(_WORD)))
     if word and following & _WORD_BYTES and (not deleted or tail == len(deleted)):
         inserts += [(w, word) for w in _words(checker, limits)]
-    quoted = _quoted(rest)
+    quoted = _quoted(rest) or _bare(rest)
     if quoted is not None and ord('"') in following and not deleted:
         inserts.append((quoted[1], quoted[0]))
     return inserts
+
+
+def _bare(rest: str) -> tuple[int, str] | None:
+    """When the draft goes on with a bare word or number, (its length, it in double quotes): a
+    string the API wrote without quotes (`{name: "Ann"}`, `"age": 31` where a string goes)."""
+    n = 0
+    while n < len(rest) and (rest[n].isalnum() or rest[n] in "_-."):
+        n += 1
+    return (n, f'"{rest[:n]}"') if n else None
 
 
 @dataclass(frozen=True)
@@ -229,9 +241,13 @@ def _candidates(
                 fits = taken - len(insert)
                 removed = deleted + rest[:skip]
                 word_swap = only is not None and insert[:1].isalpha()
-                cost = _distance(removed, insert) + (
-                    not word_swap
-                    and _changes_words(committed[: base - back], removed, insert, tail)
+                cost = (
+                    _distance(removed, insert)
+                    + (
+                        not word_swap
+                        and _changes_words(committed[: base - back], removed, insert, tail)
+                    )
+                    + (len(insert) == 1 and insert not in _SEPARATORS and insert not in removed)
                 )
                 loose = edit_distance(removed.lower(), insert.lower())
                 invented = len(insert) - _common(removed, insert)
@@ -279,7 +295,7 @@ def _best(
     for c in direct:
         if best is not None and c.edit.cost > best[1][0]:
             break
-        if not _trusted(checker, committed, c, final=final, was_free=was_free):
+        if not _trusted(checker, committed, c, was_free=was_free):
             continue
         # A final reply that fits whole but leaves the text unfinished counts one edit more
         # than one that completes it: `["a", "b",{}` does not beat `["a", "b"]`.
@@ -298,7 +314,7 @@ def _best(
                 break
             if best is not None and c.edit.cost > best[1][0]:
                 continue
-            if not _trusted(checker, committed, c, final=final, was_free=was_free):
+            if not _trusted(checker, committed, c, was_free=was_free):
                 continue
             tried += 1
             _apply(checker, committed, c.edit, c.tail[: c.edit.fits])
@@ -346,21 +362,17 @@ def _restore(checker: Checker, text: str) -> None:
     checker.feed(text[keep:])
 
 
-def _trusted(
-    checker: Checker, committed: str, c: _Candidate, *, final: bool, was_free: bool
-) -> bool:
+def _trusted(checker: Checker, committed: str, c: _Candidate, *, was_free: bool) -> bool:
     """Whether edit `c` resynchronises for real. Outside a string at the cut, an edit that backs
     off into a string, or leaves the text inside one, is not trusted: the draft's own structure
-    would fit there as the string's content (unless the whole of a final rest then fits and
-    completes the text)."""
+    would fit there as the string's content, however well it then fits (a backquote before
+    `::integer AS price FROM items;` makes all of it one quoted name)."""
     edit = c.edit
     _restore(checker, committed[: len(committed) - edit.back])
     inside = not was_free and _free_text(checker)
     checker.feed(edit.insert)
     inside = inside or (not was_free and _free_text(checker))
-    if not inside:
-        return True
-    return final and c.whole and _completes(checker, committed, c)
+    return not inside
 
 
 def _completes(checker: Checker, committed: str, c: _Candidate) -> bool:
