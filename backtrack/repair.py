@@ -29,9 +29,6 @@ _INSERTABLE = _PRINTABLE | {ord("\n"), ord("\t")}
 # Where the grammar takes (nearly) any printable character next, the text is inside a free-text
 # lexeme (a string, a quoted name).
 _FREE_TEXT = 90
-# Inserted alone, these close, open or separate; any other symbol is an operator, which would
-# join the draft's words into an expression it never meant (`TOP %5`): it costs one more.
-_SEPARATORS = frozenset(",;:()[]{}\"' \t\n")
 _QUOTES = "'`\u2018\u2019\u201c\u201d"
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
@@ -198,7 +195,10 @@ def _bare(rest: str) -> tuple[int, str] | None:
     n = 0
     while n < len(rest) and (rest[n].isalnum() or rest[n] in "_-."):
         n += 1
-    return (n, f'"{rest[:n]}"') if n else None
+    after = rest[n:].lstrip(" ")[:1]
+    if not n or (after and after not in ",:}]\n"):
+        return None  # a word of prose (a comment's), not a value or a key
+    return n, f'"{rest[:n]}"'
 
 
 @dataclass(frozen=True)
@@ -241,13 +241,9 @@ def _candidates(
                 fits = taken - len(insert)
                 removed = deleted + rest[:skip]
                 word_swap = only is not None and insert[:1].isalpha()
-                cost = (
-                    _distance(removed, insert)
-                    + (
-                        not word_swap
-                        and _changes_words(committed[: base - back], removed, insert, tail)
-                    )
-                    + (len(insert) == 1 and insert not in _SEPARATORS and insert not in removed)
+                cost = _distance(removed, insert) + (
+                    not word_swap
+                    and _changes_words(committed[: base - back], removed, insert, tail)
                 )
                 loose = edit_distance(removed.lower(), insert.lower())
                 invented = len(insert) - _common(removed, insert)
@@ -337,7 +333,7 @@ def _best(
 
 
 _QUICK = 4  # characters checked first for each candidate
-_MAX_DEPTH = 3  # slips in a row one search looks through
+_MAX_DEPTH = 5  # slips in a row one search looks through
 _LOOK_AHEAD = 3  # edits followed to the next cut at the first level (one at deeper ones)
 
 
