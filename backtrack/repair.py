@@ -258,7 +258,10 @@ def search(
     """The cheapest edit at `checker`'s cut after which the draft's `rest` (all of the reply's
     rest when `final`) fits again, backing off no further than character `floor`; None when no
     edit resynchronises. The checker is left where it was."""
-    best = _best(checker, rest, final=final, floor=floor, limits=limits, need=limits.min_fit)
+    budget = [_SEARCHES]
+    best = _best(
+        checker, rest, final=final, floor=floor, limits=limits, need=limits.min_fit, budget=budget
+    )
     return None if best is None else best[0]
 
 
@@ -274,6 +277,7 @@ def _best(
     floor: int,
     limits: RepairLimits,
     need: int,
+    budget: list[int],
     depth: int = 0,
 ) -> tuple[Edit, Total] | None:
     """The edit to make, and the total cost of the edits it takes to resynchronise.
@@ -282,6 +286,7 @@ def _best(
     which then, for a final reply, completes the text). An edit after which fewer fit
     resynchronises when edits at the next cuts do, up to `_MAX_DEPTH` slips in a row
     (`{'a': 1, 'b': 2}`): the path of least total cost wins."""
+    budget[0] -= 1
     committed = checker.text
     was_free = _free_text(checker)
     candidates = _candidates(checker, committed, rest, floor, limits)
@@ -306,7 +311,7 @@ def _best(
         partial.sort(key=lambda c: (c.edit.cost, c.rank))
         tried = 0
         for c in partial:
-            if tried >= (_LOOK_AHEAD if depth == 0 else 1):
+            if tried >= (_LOOK_AHEAD if depth == 0 else 1) or budget[0] <= 0:
                 break
             if best is not None and c.edit.cost > best[1][0]:
                 continue
@@ -321,6 +326,7 @@ def _best(
                 floor=len(committed) - c.edit.back + len(c.edit.insert),
                 limits=limits,
                 need=need - c.edit.fits,
+                budget=budget,
                 depth=depth + 1,
             )
             if following is not None:
@@ -335,6 +341,7 @@ def _best(
 _QUICK = 4  # characters checked first for each candidate
 _MAX_DEPTH = 5  # slips in a row one search looks through
 _LOOK_AHEAD = 3  # edits followed to the next cut at the first level (one at deeper ones)
+_SEARCHES = 32  # searches of the next cuts, at most, for one repair
 
 
 def _apply(checker: Checker, committed: str, edit: Edit, fitting: str) -> None:
