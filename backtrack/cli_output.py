@@ -20,7 +20,8 @@ def summary(result: GuideResult) -> str:
     """One line: whether the text is valid, why it stopped, and what it cost."""
     return (
         f"valid: {result.valid}  stop: {result.stop_reason}  API calls: {result.api_calls}  "
-        f"corrections: {result.corrections}  characters accepted/rejected: "
+        f"corrections: {result.corrections}  repairs: {result.repairs}  "
+        "characters accepted/rejected: "
         f"{result.accepted_chars}/{result.rejected_chars}  local tokens: {result.local_tokens}  "
         f"time: {result.seconds:.1f} s"
     )
@@ -37,6 +38,7 @@ def as_json(result: GuideResult) -> dict[str, Any]:
         "api_calls": result.api_calls,
         "rounds": result.rounds,
         "corrections": result.corrections,
+        "repairs": result.repairs,
         "accepted_chars": result.accepted_chars,
         "rejected_chars": result.rejected_chars,
         "local_tokens": result.local_tokens,
@@ -48,7 +50,8 @@ def as_json(result: GuideResult) -> dict[str, Any]:
 
 
 def _first_draft(result: GuideResult) -> str:
-    return "".join(s.text for s in result.trace.spans if s.round == 0)
+    """The first round's reply as the drafter wrote it: without what repairs inserted."""
+    return "".join(s.text for s in result.trace.spans if s.round == 0 and s.origin != "edit")
 
 
 def report(args: argparse.Namespace, result: GuideResult, progress: Progress) -> None:

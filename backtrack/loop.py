@@ -59,6 +59,10 @@ _FREE_TEXT = 90
 # How far a repair may reach (backtrack.repair): the defaults, measured on the repair set.
 REPAIR_LIMITS = RepairLimits()
 
+# At most this many repairs within this many characters of a draft (see GuideLoop._may_repair).
+_CROWDED_REPAIRS = 3
+_CROWDED_WITHIN = 16
+
 # A draft round reads at most max_draft_tokens * this many characters, whatever the drafter: a
 # function drafter knows no token budget, and one that never ends must not grow without bound.
 # Generous: a real token is rarely longer than 16 characters.
@@ -207,7 +211,7 @@ class GuideLoop:
             draft.accepted += self.checker.chars - start
         if taken < len(chunk):
             trailing = self.checker.complete and self._is_trailing(chunk[taken:])
-            if self._may_repair() and not trailing:
+            if self._may_repair(draft) and not trailing:
                 draft.pending = [chunk[taken:]]
                 draft.pending_chars = len(chunk) - taken
                 return self._repair_when_read(draft)
@@ -218,8 +222,14 @@ class GuideLoop:
 
     # -- repairs --------------------------------------------------------------------------------
 
-    def _may_repair(self) -> bool:
-        return self.options.repair_window > 0 and self._repairs < self.options.max_repairs
+    def _may_repair(self, draft: _Draft) -> bool:
+        """Repairs are on, within budget, and not crowding: a draft that needs an edit every few
+        characters is not slipping but writing something else (prose where JSON goes), which an
+        edit per word would only blank out."""
+        if self.options.repair_window == 0 or self._repairs >= self.options.max_repairs:
+            return False
+        near = self.checker.chars - _CROWDED_WITHIN
+        return sum(1 for r in draft.repairs if r.at >= near) < _CROWDED_REPAIRS
 
     def _repair_when_read(self, draft: _Draft) -> bool:
         """Once a window of the draft past the cut has arrived, look for a repair."""

@@ -70,6 +70,24 @@ def edit_distance(a: str, b: str) -> int:
     return row[-1]
 
 
+_CLASSES = (")]}", "([{", "\"'`", ",;", " \t\r\n")
+
+
+def _class(char: str) -> int:
+    for i, members in enumerate(_CLASSES):
+        if char in members:
+            return i
+    return len(_CLASSES) + (not char.isalnum())
+
+
+def _unlike(removed: str, inserted: str) -> int:
+    """How many characters a substitution puts in another class than the ones it replaces (a
+    bracket for a bracket is likelier what the API meant than a blank for a bracket)."""
+    if len(removed) != len(inserted):
+        return 0
+    return sum(_class(a) != _class(b) for a, b in zip(removed, inserted, strict=True))
+
+
 def _common(a: str, b: str) -> int:
     """The length of the longest common subsequence of two short strings."""
     row = [0] * (len(b) + 1)
@@ -205,7 +223,7 @@ def _bare(rest: str) -> tuple[int, str] | None:
 class _Candidate:
     edit: Edit
     tail: str  # the draft's rest after the skip
-    rank: tuple[int, int, int, int]  # after the cost, lower first: less reach, more invented...
+    rank: tuple[int, int, int, int, int]  # after the cost, lower first: see _candidates
 
     @property
     def whole(self) -> bool:
@@ -229,7 +247,7 @@ def _candidates(
             for skip in [only] if only is not None else _skips(rest, limits):
                 if (back, skip, insert) == (0, 0, "") or insert == deleted + rest[:skip]:
                     continue  # no edit: that is the cut itself
-                if skip and skip == len(rest):
+                if skip and skip == len(rest) and not insert:
                     continue  # the draft's whole rest dropped: that is no resynchronisation
                 tail = rest[skip:]
                 # Most candidates fail within a few characters: check those first, then the rest.
@@ -247,8 +265,10 @@ def _candidates(
                 )
                 loose = edit_distance(removed.lower(), insert.lower())
                 invented = len(insert) - _common(removed, insert)
+                unlike = _unlike(removed, insert)
                 edit = Edit(back, skip, insert, deleted, rest[:skip], fits, cost)
-                found.append(_Candidate(edit, tail, (-(skip + fits), invented, loose, back)))
+                rank = (unlike, -(skip + fits), invented, loose, back)
+                found.append(_Candidate(edit, tail, rank))
     return found
 
 

@@ -557,8 +557,9 @@ def findings(outs: list[Outcome], methods: Sequence[str], gg_note: str) -> list[
     if worse:
         lines.append(
             f"- A successful retry (the clean document) beats backtrack's repair on {len(worse)} "
-            "cases: a repair keeps the text before the first slip and extends it (it cannot "
-            "delete), and the local model's words differ from the API's."
+            "cases: an edit made the draft fit in another way than the clean document (a word "
+            "the grammar takes kept where the document has another), or the local model's "
+            "words differ from the API's."
         )
     causes = {
         "start": "the answer's start was placed past a good start, which was dropped as a "
@@ -566,9 +567,9 @@ def findings(outs: list[Outcome], methods: Sequence[str], gg_note: str) -> list[
         "looks like an answer after a preamble)",
         "long": f"the API's continuations stopped fitting; the local model wrote "
         f"{LONG_COMPLETION}+ tokens (completion)",
-        "astray": "a correction went another way than the document, and the API's later text "
-        "fit after it but meant something else (a slip swallowed inside a string the "
-        "correction opened, a duplicated key or element; see .bench/repair_outputs.json)",
+        "astray": "a repair or a correction went another way than the document, and the API's "
+        "later text fit after it but meant something else (a dialect keyword read as a name, "
+        "an operator inserted, a line dropped as trailing; see .bench/repair_outputs.json)",
     }
     for trait, cause in causes.items():
         hit = [o for o in bt.values() if trait in o.traits]

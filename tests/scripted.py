@@ -36,6 +36,8 @@ class ScriptedAPI:
     its answer and its first draft, the one sharing the longer common prefix with it (the answer
     on a tie) is the text, and the reply is that text's rest from the end of the common prefix.
     `habit` rewrites every such rest of the answer (a persistent slip). It never reads a grammar.
+    `reply(prefix)` is one call's text, for a caller that is no drafter function: a test server's
+    responder (tests/test_guide_servers.py) passes it the prefix each request carries.
 
     `chunk` > 0 streams replies in pieces of that many characters (`stream`, `astream`).
     `fail(i)` may return (chunks, error): call i raises `error` after yielding that many chunks

@@ -18,16 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scripted import ScriptedAPI
 from servers import MockServer, error, text
-from test_guide import JSON, good_prefix
-from test_guide_servers import DOC, PROMPT, SLIP, responder
+from test_guide_servers import DOC, KEPT, PROMPT, SLIP, responder
 
 import backtrack
 import grammars
 from backtrack import cli, cli_models
 from backtrack.cli import main
 from backtrack.progress import Progress
-from backtrack.trace import OUTPUT_ORIGINS
 from providers import retry
 
 KEY = "sk-test-cli-0123456789abcdef"  # a dummy; no output may show it
@@ -483,24 +482,33 @@ def default_target(monkeypatch: pytest.MonkeyPatch, target: Any) -> list[dict[st
 
 
 SMALL = ["--max-corrections", "2", "--completion-tokens", "24"]
+# The correction path alone: a cut is a correction by SmolLM2 and a new request, no repair.
+CORRECTIONS_ONLY = [*SMALL, "--repair-window", "0"]
 
 
-def check_output(data: dict[str, Any], server: MockServer) -> None:
-    assert data["valid"] and JSON.matches(data["text"])
-    assert data["text"].startswith(good_prefix(SLIP, JSON))
-    assert data["corrections"] >= 1 and data["local_tokens"] >= 1
-    output = [s for s in data["spans"] if s["origin"] in OUTPUT_ORIGINS]
-    assert "".join(s["text"] for s in output) == data["text"]
-    assert {s["origin"] for s in data["spans"]} >= {"draft", "rejected", "correction"}
-    assert all(0 <= s["round"] < data["rounds"] for s in data["spans"])
-    assert data["api_calls"] == len(server.exchanges) >= 2
-    # 7 input tokens per reply; an OpenAI stream closed at the cut never gets its usage chunk.
-    assert 7 <= data["usage"]["input_tokens"] <= 7 * data["api_calls"]
+def spans(data: dict[str, Any]) -> list[tuple[int, str, str]]:
+    return [(s["round"], s["origin"], s["text"]) for s in data["spans"]]
+
+
+def check_corrected(data: dict[str, Any], server: MockServer, api: ScriptedAPI) -> None:
+    """The cut keeps the slip's valid start, SmolLM2 closes the list as the prompt shows, and the
+    API's rest finishes its document in a second request."""
+    assert (data["text"], data["valid"], data["stop_reason"]) == (DOC, True, "complete")
+    assert (data["api_calls"], data["corrections"], len(server.exchanges)) == (2, 1, 2)
+    assert spans(data) == [
+        (0, "draft", KEPT),
+        (0, "rejected", "},"),
+        (1, "correction", "],"),
+        (2, "draft", ' "b": null}'),
+    ]
+    assert api.sent == [SLIP, ' "b": null}']
+    assert data["local_tokens"] >= 1
+    assert [r["kind"] for r in data["round_details"]] == ["draft", "correction", "draft"]
 
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("kind", ["openai-chat", "openai-completions", "anthropic"])
-def test_run_repairs_a_slip(
+def test_run_corrects_a_slip(
     run_cli: Run,
     keys: None,
     default_target: list[dict[str, Any]],
@@ -510,13 +518,18 @@ def test_run_repairs_a_slip(
     kind: str,
 ):
     server = anthropic_server if kind == "anthropic" else openai_server
-    server.responder = responder(kind, first=SLIP)
+    api = ScriptedAPI(DOC, drafts=[SLIP])
+    server.responder = responder(kind, api, usage=(7, 3))
     page = tmp_path / "trace.html"
     argv = provider_args(kind, openai_server, anthropic_server)
-    code, out, err = run_cli("run", PROMPT, *argv, *SMALL, "--json", "--html", str(page))
+    code, out, err = run_cli("run", PROMPT, *argv, *CORRECTIONS_ONLY, "--json", "--html", str(page))
     assert code == 0
     data = json.loads(out)
-    check_output(data, server)
+    check_corrected(data, server, api)
+    # The second reply's usage (7, 3). An OpenAI stream closed at the cut never gets its usage
+    # chunk; Anthropic's first event (message_start) says 7 input tokens and 1 output token.
+    usage = (14, 4) if kind == "anthropic" else (7, 3)
+    assert data["usage"] == {"input_tokens": usage[0], "output_tokens": usage[1]}
     assert default_target == [{"device": None, "progress": default_target[0]["progress"]}]
     assert "(converted already)" in err and "loading the target model" in err
     assert f"HTML trace written to {page.resolve()}" in err
@@ -529,27 +542,52 @@ def test_run_repairs_a_slip(
 def test_run_prints_the_text_and_a_summary(
     run_cli: Run, keys: None, default_target: Any, anthropic_server: MockServer
 ):
-    anthropic_server.responder = responder("anthropic", first=SLIP)
+    """The slip is mended by an edit in the same reply: one request, no correction."""
+    anthropic_server.responder = responder("anthropic", ScriptedAPI(DOC, drafts=[SLIP]))
     base = ["--base-url", anthropic_server.url]
     code, out, err = run_cli("run", "--prompt", PROMPT, "-p", "anthropic:claude-test", *base)
-    assert code == 0
-    assert JSON.matches(out) and out.endswith("}\n") and out.count("\n") == 1
+    assert (code, out) == (0, DOC + "\n")
     summary = err.splitlines()[-1]
-    assert summary.startswith("valid: True  stop: ") and "corrections: " in summary
+    assert summary.startswith(
+        "valid: True  stop: complete  API calls: 1  corrections: 0  repairs: 1  "
+    )
 
 
 @pytest.mark.e2e
+@pytest.mark.parametrize(
+    ("repairs", "expected"),
+    [
+        # The stray "}" where "]" belongs is replaced; the text still is not finished.
+        pytest.param(
+            [],
+            [(0, "draft", '{"a": [[["x", 1'), (0, "skipped", "}"), (0, "edit", "]")],
+            id="repairs",
+        ),
+        pytest.param(
+            ["--repair-window", "0"],
+            [(0, "draft", '{"a": [[["x", 1'), (0, "rejected", "}")],
+            id="no-repairs",
+        ),
+    ],
+)
 def test_run_that_cannot_finish_exits_1(
-    run_cli: Run, keys: None, default_target: Any, openai_server: MockServer
+    run_cli: Run,
+    keys: None,
+    default_target: Any,
+    openai_server: MockServer,
+    repairs: list[str],
+    expected: list[tuple[int, str, str]],
 ):
+    """No correction and one token to finish with: the API's text is what comes out, and it is
+    not finished."""
     openai_server.script(text('{"a": [[["x", 1}'))
     argv = ["-p", "openai:gpt-test", "--base-url", f"{openai_server.url}/v1", "--json"]
-    code, out, _ = run_cli(
-        "run", PROMPT, *argv, "--max-corrections", "0", "--completion-tokens", "1"
-    )
+    budget = ["--max-corrections", "0", "--completion-tokens", "1"]
+    code, out, _ = run_cli("run", PROMPT, *argv, *budget, *repairs)
     data = json.loads(out)
     assert (code, data["valid"], data["stop_reason"]) == (1, False, "incomplete")
-    assert data["text"].startswith('{"a": [[["x", 1')
+    assert [span for span in spans(data) if span[0] == 0] == expected  # then 1 token healed
+    assert data["text"].startswith("".join(t for _, o, t in expected if o in ("draft", "edit")))
 
 
 @pytest.mark.e2e
@@ -558,12 +596,13 @@ def test_run_with_a_model_folder_as_target(
 ):
     from local_target.loading import converted_smollm2
 
-    openai_server.responder = responder("openai-chat", first=SLIP)
+    api = ScriptedAPI(DOC, drafts=[SLIP])
+    openai_server.responder = responder("openai-chat", api)
     folder = converted_smollm2()
     argv = ["-p", "openai:gpt-test", "--base-url", f"{openai_server.url}/v1", "--json"]
-    code, out, err = run_cli("run", PROMPT, *argv, *SMALL, "--target", str(folder))
+    code, out, err = run_cli("run", PROMPT, *argv, *CORRECTIONS_ONLY, "--target", str(folder))
     assert code == 0
-    check_output(json.loads(out), openai_server)
+    check_corrected(json.loads(out), openai_server, api)
     assert f"loading the target model from {folder}: done in " in err
 
 
@@ -576,3 +615,16 @@ def test_demo(run_cli: Run, default_target: Any, tmp_path: Path):
     assert draft.startswith("--- unconstrained draft (first round) ---\n")
     assert rest.strip() and page.is_file()
     assert err.splitlines()[-2].startswith(f"valid: {code == 0}  stop: ")
+
+
+@pytest.mark.e2e
+def test_demo_shows_the_first_draft_as_smollm2_wrote_it(
+    run_cli: Run, default_target: Any, target: Any, tmp_path: Path
+):
+    """The draft shown is what SmolLM2 wrote unconstrained (as much as was read of it)."""
+    argv = ["--html", str(tmp_path / "demo.html"), "--max-draft-tokens", "48", "--quiet"]
+    _, out, _ = run_cli("demo", *argv)
+    shown = out.partition("--- guided result ---\n")[0]
+    shown = shown.removeprefix("--- unconstrained draft (first round) ---\n").removesuffix("\n")
+    written = "".join(target.session(cli.DEMO_PROMPT).generate("", max_tokens=48))
+    assert shown and written.startswith(shown), (shown, written)

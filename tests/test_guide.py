@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from scripted import Failure, ScriptedAPI, ScriptedTarget, common_prefix
+from scripted import Failure, ScriptedAPI, ScriptedTarget
 
 import grammars
 import providers
@@ -68,9 +68,10 @@ def spans(result: GuideResult) -> list[tuple[int, str, str]]:
 
 
 def drafted(result: GuideResult) -> list[str]:
-    """Per draft round, all the trace shows of the API's reply (dropped, draft, rejected)."""
+    """Per draft round, all the trace shows of the API's reply (dropped, draft, rejected,
+    deleted and skipped: all but what repairs inserted)."""
     return [
-        "".join(s.text for s in result.trace.spans if s.round == r.index)
+        "".join(s.text for s in result.trace.spans if s.round == r.index and s.origin != "edit")
         for r in result.trace.rounds
         if r.kind == "draft"
     ]
@@ -272,7 +273,7 @@ def test_repairs_slip(case: Case, target: LocalTarget) -> None:
     the trace shows every character the API wrote; the API's own text ends the output."""
     grammar = Grammar.load(case.grammar)
     api = ScriptedAPI(case.answer, drafts=[case.draft], habit=case.habit)
-    result = run(api, grammar, target)
+    result = run(api, grammar, target, **CORRECTIONS_ONLY)
     assert (result.valid, result.stop_reason) == (True, case.stop), result.text
     assert grammar.matches(result.text)
     preamble = [(0, "dropped", case.preamble)] if case.preamble else []
@@ -313,7 +314,7 @@ def test_clean_draft_needs_no_target() -> None:
 def test_missing_comma_reuses_the_rejected_rest(target: LocalTarget) -> None:
     """SmolLM2 supplies the comma; the draft's rejected rest then fits and completes the text."""
     api = ScriptedAPI(DOC_AB, drafts=['{"a": 1 "b": 2}'])
-    result = run(api, JSON, target)
+    result = run(api, JSON, target, **CORRECTIONS_ONLY)
     assert (result.valid, result.stop_reason) == (True, "complete")
     assert output_origins(result) == ["draft", "target", "reused"]
     first, *_, last = result.trace.spans
@@ -410,7 +411,12 @@ def test_stream_is_closed_at_the_first_bad_byte(chunk: int) -> None:
 async def test_async_stream_is_closed_at_the_first_bad_byte(target: LocalTarget) -> None:
     api = ScriptedAPI(DOC_A, drafts=[LONG_SLIP], chunk=2)
     result = await aguide(
-        providers.FunctionDrafter(api.astream), JSON, prompt=PROMPT, target=target, **SMALL
+        providers.FunctionDrafter(api.astream),
+        JSON,
+        prompt=PROMPT,
+        target=target,
+        **SMALL,
+        **CORRECTIONS_ONLY,
     )
     bad = LONG_SLIP.index("}")
     assert api.yielded[0] == bad // 2 + 1
@@ -462,7 +468,7 @@ def test_trailing_prose_is_dropped_not_corrected(
 @pytest.mark.e2e
 def test_zero_budget_lets_the_target_complete(target: LocalTarget) -> None:
     api = ScriptedAPI(DOC_A, drafts=[UNCLOSED])
-    result = run(api, JSON, target, max_corrections=0, completion_tokens=16)
+    result = run(api, JSON, target, max_corrections=0, completion_tokens=16, **CORRECTIONS_ONLY)
     assert (result.valid, result.stop_reason) == (True, "target_completed")
     assert [r.kind for r in result.trace.rounds] == ["draft", "completion"]
     assert spans(result)[:2] == [(0, "draft", '{"a": [1, 2, 3'), (0, "rejected", '}, "b": null}')]
@@ -703,7 +709,7 @@ def test_html_escapes_model_text() -> None:
 @pytest.mark.e2e
 def test_html_of_a_corrected_run(target: LocalTarget) -> None:
     api = ScriptedAPI(DOC_A, drafts=[UNCLOSED])
-    result = run(api, JSON, target)
+    result = run(api, JSON, target, **CORRECTIONS_ONLY)
     assert result.corrections == 1
     page = result.to_html()
     assert page.lstrip().lower().startswith("<!doctype html")
@@ -740,7 +746,7 @@ def _shape(result: GuideResult) -> tuple[Any, ...]:
 @pytest.mark.anyio
 async def test_concurrent_aguide_matches_sequential_guide(target: LocalTarget) -> None:
     n = 16
-    settings = {**SMALL, "max_corrections": 1, "completion_tokens": 12}
+    settings = {**SMALL, **CORRECTIONS_ONLY, "max_corrections": 1, "completion_tokens": 12}
     sequential = []
     for i in range(n):
         api, grammar = _concurrent_api(i)
@@ -779,7 +785,7 @@ ARRAY_SCHEMA = {
 )
 def test_grammar_forms(spec: Any, target: LocalTarget) -> None:
     api = ScriptedAPI(DOC_A, drafts=[UNCLOSED])
-    result = run(api, spec, target)
+    result = run(api, spec, target, **CORRECTIONS_ONLY)
     assert result.grammar is not None and result.grammar.matches(result.text)
     if isinstance(spec, Grammar):
         assert result.grammar is spec
@@ -796,55 +802,3 @@ def test_unusable_grammar_is_refused_before_any_call() -> None:
     with pytest.raises(GrammarError):
         guide(providers.FunctionDrafter(api), "start: (", target=ScriptedTarget())
     assert api.calls == 0
-
-
-# -- helpers other test modules import (test_guide_servers, test_cli, test_local_models) ----------
-# Not used here: those modules still check their results with them. `continuation` reads the
-# grammar, as tests/scripted.py's ScriptedAPI deliberately does not.
-
-
-def continuation(doc: str, prefix: str, grammar: Grammar | None = None, window: int = 20) -> str:
-    """What an API that means to write `doc` writes after `prefix`, choosing, among the points of
-    `doc` after the prefix's longest suffixes found in it, the first whose rest completes the
-    prefix under `grammar` (else fits after it), else the longest suffix."""
-    if doc.startswith(prefix):
-        return doc[len(prefix) :]
-    parted = common_prefix(doc, prefix)
-    tail = prefix[-window:]
-
-    def after_suffixes(sizes: range) -> list[int]:
-        found = (doc.find(tail[-n:], max(parted - n + 1, 0)) for n in sizes)
-        return [at + n for at, n in zip(found, sizes, strict=True) if at >= 0]
-
-    long = after_suffixes(range(len(tail), 2, -1))
-    skips = [parted, parted + 1, parted + 2]  # or the text a correction replaced, skipped
-    if grammar is not None:
-        candidates = [*long, *after_suffixes(range(min(2, len(tail)), 0, -1)), *skips]
-        for start in candidates:
-            if grammar.matches(prefix + doc[start:]):
-                return doc[start:]
-        for start in candidates:
-            rest = doc[start:]
-            if rest and grammar.check(prefix + rest).chars == len(prefix) + len(rest):
-                return rest
-    return doc[[*long, *skips][0] :]
-
-
-def good_prefix(answer: str, grammar: Grammar) -> str:
-    """The longest start of `answer` the grammar can continue."""
-    return answer[: grammar.check(answer).chars]
-
-
-def check_result(result: GuideResult, grammar: Grammar) -> None:
-    """What holds of every GuideResult: the output is a valid prefix made of its output spans,
-    `valid` says whether it parses, and the stop reason agrees."""
-    text = result.text
-    assert "".join(s.text for s in result.trace.spans if s.origin in OUTPUT_ORIGINS) == text
-    assert all(s.text for s in result.trace.spans), "empty span"
-    prefix_check = grammar.check(text)
-    assert prefix_check.valid and prefix_check.chars == len(text), "committed text left the grammar"
-    assert result.valid == grammar.matches(text)
-    if result.stop_reason in ("complete", "trailing_dropped", "target_completed"):
-        assert result.valid, result.stop_reason
-    if result.stop_reason == "incomplete":
-        assert not result.valid

@@ -1,11 +1,16 @@
 """guide() and aguide() through the real OpenAI and Anthropic SDKs, against the local scripted
 servers of tests/servers.py, with the real SmolLM2 target.
 
-The servers answer like an API that means to write one document: a responder reads the committed
-prefix out of each request (the instruction's last assistant message for OpenAI chat, the prompt
-for the completions endpoint, the prefill message for Anthropic) and continues the document from
-there. A test scripts what goes wrong before it: a first reply with a slip, a 429, a stream that
-drops midway.
+The servers answer as a ScriptedAPI (tests/scripted.py) that means to write DOC: a responder reads
+the committed prefix out of each request (the instruction's last assistant message for OpenAI
+chat, the prompt for the completions endpoint, the prefill message for Anthropic) and replies
+what the API would: its scripted first draft, then the rest of its own text from where the
+committed text stops matching it. It never reads the grammar. A test scripts what goes wrong
+before it: a first reply with a slip, a 429, a stream that drops midway.
+
+The product mends a small slip by an edit, read on from the same stream; the scenarios about the
+correction path (a cut, SmolLM2's correction, a new request showing it) turn that off
+(`repair_window=0`), and one shows the edit.
 """
 
 from __future__ import annotations
@@ -14,12 +19,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from scripted import ScriptedAPI
 from servers import MockServer, Reply, disconnect, error, text
-from test_guide import JSON, check_result, continuation, good_prefix
 
 import grammars
 from backtrack import Grammar, GuideResult, ProviderError, aguide, guide
-from backtrack.trace import OUTPUT_ORIGINS
 from local_target import LocalTarget
 from providers import AnthropicDrafter, OpenAIChatDrafter, OpenAICompletionsDrafter, Usage
 from providers.align import CONTINUE_INSTRUCTION
@@ -29,7 +33,11 @@ pytestmark = pytest.mark.e2e
 DOC = '{"a": [1, 2, 3], "b": null}'
 SLIP = '{"a": [1, 2, 3}, "b": null}'  # the first reply: a bracket closed with the wrong brace
 PROMPT = f"Reply with this JSON value only:\n{DOC}"
+KEPT = '{"a": [1, 2, 3'  # the start of SLIP the grammar takes
+JSON = Grammar.load("json")
 SETTINGS = {"max_corrections": 2, "correction_tokens": 8, "completion_tokens": 24}
+# The correction path alone: every cut is a correction by SmolLM2 and a new request, no repair.
+CORRECTIONS_ONLY = {**SETTINGS, "repair_window": 0}
 KINDS = ["openai-chat", "openai-completions", "anthropic"]
 
 
@@ -94,55 +102,40 @@ Respond = Callable[[dict[str, Any]], Reply]
 
 
 def responder(
-    kind: str, *, first: str | Reply | None = None, usage: tuple[int, int] = (7, 3)
+    kind: str, api: ScriptedAPI, *, usage: tuple[int, int] = (7, 3), delay: float = 0.0
 ) -> Respond:
-    """Replies as an API meaning to write DOC; `first`, when given, is the first reply."""
-    calls = 0
+    """Serves `api`: each request's committed prefix goes to `api.reply`, whose text streams in
+    chunks of 4 characters, `delay` seconds before each."""
 
     def respond(body: dict[str, Any]) -> Reply:
-        nonlocal calls
-        calls += 1
-        if isinstance(first, Reply) and calls == 1:
-            return first
-        if first is not None and calls == 1:
-            return text(first, chunk_size=4, usage=usage)
-        return text(continuation(DOC, sent_prefix(kind, body), JSON), chunk_size=4, usage=usage)
+        return text(api.reply(sent_prefix(kind, body)), chunk_size=4, usage=usage, delay=delay)
 
     return respond
 
 
-def committed_before(result: GuideResult, round_index: int) -> str:
-    return "".join(
-        s.text for s in result.trace.spans if s.origin in OUTPUT_ORIGINS and s.round < round_index
-    )
+def as_sent(kind: str, prefix: str) -> str:
+    """The committed text as a request of `kind` carries it: an Anthropic prefill may not end in
+    blanks."""
+    return prefix.rstrip() if kind == "anthropic" else prefix
 
 
-def check_requests(kind: str, server: MockServer, result: GuideResult) -> None:
-    """Each draft request carried exactly the text committed before its round."""
-    prefixes = [sent_prefix(kind, body) for body in server.bodies]
-    assert len(prefixes) == result.api_calls
-    drafts = [r for r in result.trace.rounds if r.kind == "draft"]
-    expected = [committed_before(result, r.index) for r in drafts for _ in range(1 + r.retries)]
-    if kind == "anthropic":
-        expected = [e.rstrip() for e in expected]  # a prefill may not end in blanks
-    assert prefixes == expected
+def spans(result: GuideResult) -> list[tuple[int, str, str]]:
+    """The trace's spans as (round, origin, text)."""
+    return [(s.round, s.origin, s.text) for s in result.trace.spans]
 
 
-# -- a slip, repaired ------------------------------------------------------------------------------
+# -- a slip, corrected by SmolLM2 ------------------------------------------------------------------
 
 
-def _check_repair(kind: str, server: MockServer, result: GuideResult) -> None:
-    check_result(result, JSON)
-    assert result.valid and JSON.matches(result.text)
-    assert result.text.startswith(good_prefix(SLIP, JSON))
-    assert result.corrections >= 1
-    assert result.api_calls == len(server.exchanges) <= SETTINGS["max_corrections"] + 2
-    check_requests(kind, server, result)
-    # The request after the first correction showed the corrected text.
-    second = sent_prefix(kind, server.bodies[1])
-    corrected = committed_before(result, 2)
-    assert corrected != good_prefix(SLIP, JSON)
-    assert second == (corrected.rstrip() if kind == "anthropic" else corrected)
+def _check_corrected(kind: str, server: MockServer, api: ScriptedAPI, result: GuideResult) -> None:
+    """The cut keeps the slip's valid start, SmolLM2 closes the list as the prompt shows, and the
+    second request carries the corrected text, which the API finishes with its own rest."""
+    assert (result.text, result.stop_reason) == (DOC, "complete")
+    assert (result.api_calls, result.corrections, result.repairs) == (2, 1, 0)
+    assert len(server.exchanges) == api.calls == 2
+    assert spans(result)[0] == (0, "draft", KEPT)
+    assert api.prefixes == ["", '{"a": [1, 2, 3],']
+    assert api.sent[1] == ' "b": null}'
     if kind == "openai-chat":
         assert server.bodies[1]["messages"][-1]["content"] == CONTINUE_INSTRUCTION
     if kind == "anthropic":
@@ -150,33 +143,33 @@ def _check_repair(kind: str, server: MockServer, result: GuideResult) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_slip_is_repaired(kind: str, request: pytest.FixtureRequest, target: LocalTarget) -> None:
+def test_slip_is_corrected(kind: str, request: pytest.FixtureRequest, target: LocalTarget) -> None:
     server = server_of(kind, request)
     # The slip, then a long tail that a stream closed at the cut never receives.
-    first = text(SLIP + " " * 400, chunk_size=4, delay=0.002)
-    server.responder = responder(kind, first=first)
+    api = ScriptedAPI(DOC, drafts=[SLIP + " " * 400])
+    server.responder = responder(kind, api, delay=0.002)
     drafter = drafter_of(kind, request)
-    result = guide(drafter, JSON, prompt=PROMPT, target=target, **SETTINGS)
-    _check_repair(kind, server, result)
+    result = guide(drafter, JSON, prompt=PROMPT, target=target, **CORRECTIONS_ONLY)
+    _check_corrected(kind, server, api, result)
     cut = result.trace.rounds[0]
-    assert cut.ended == "cut" and cut.closed_early
-    assert cut.cut_at == len(good_prefix(SLIP, JSON))
+    assert (cut.ended, cut.closed_early, cut.cut_at) == ("cut", True, len(KEPT))
     server.wait()
     assert server.exchanges[0].client_closed
-    assert server.exchanges[0].chunks_sent < len(first.pieces()) // 2
+    assert server.exchanges[0].chunks_sent < 50  # of the reply's 107 chunks
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("kind", KINDS)
-async def test_slip_is_repaired_async(
+async def test_slip_is_corrected_async(
     kind: str, request: pytest.FixtureRequest, target: LocalTarget
 ) -> None:
     server = server_of(kind, request)
-    server.responder = responder(kind, first=SLIP)
+    api = ScriptedAPI(DOC, drafts=[SLIP])
+    server.responder = responder(kind, api)
     drafter = drafter_of(kind, request, asynchronous=True)
     async with drafter.client:
-        result = await aguide(drafter, JSON, prompt=PROMPT, target=target, **SETTINGS)
-    _check_repair(kind, server, result)
+        result = await aguide(drafter, JSON, prompt=PROMPT, target=target, **CORRECTIONS_ONLY)
+    _check_corrected(kind, server, api, result)
 
 
 def test_chat_reply_that_starts_over_in_a_fence(
@@ -184,25 +177,56 @@ def test_chat_reply_that_starts_over_in_a_fence(
 ) -> None:
     """A chat model asked to continue often starts over inside a code fence: the drafter aligns
     the reply, and the closing fence is dropped as trailing."""
-    calls = 0
+    api = ScriptedAPI(DOC, drafts=[SLIP])
 
     def respond(body: dict[str, Any]) -> Reply:
-        nonlocal calls
-        calls += 1
-        if calls == 1:
-            return text(SLIP, chunk_size=5)
         prefix = sent_prefix("openai-chat", body)
-        rest = continuation(DOC, prefix, JSON)
-        return text(f"```json\n{prefix}{rest}\n```\nDone.", chunk_size=5)
+        reply = api.reply(prefix)
+        if api.calls > 1:  # starts over: the committed text again, in a fence, and prose after it
+            reply = f"```json\n{prefix}{reply}\n```\nDone."
+        return text(reply, chunk_size=5)
 
     openai_server.responder = respond
     drafter = OpenAIChatDrafter(openai_client(), "gpt-test")
-    result = guide(drafter, JSON, prompt=PROMPT, target=target, **SETTINGS)
-    check_result(result, JSON)
-    assert result.valid and result.stop_reason == "trailing_dropped"
-    assert result.text.startswith(good_prefix(SLIP, JSON))
-    assert "```" not in result.text and result.text.count('"b"') <= 1
-    check_requests("openai-chat", openai_server, result)
+    result = guide(drafter, JSON, prompt=PROMPT, target=target, **CORRECTIONS_ONLY)
+    assert (result.text, result.stop_reason) == (DOC + "\n", "trailing_dropped")
+    assert (result.api_calls, result.corrections) == (2, 1)
+    assert api.prefixes == ["", '{"a": [1, 2, 3],']
+    # The repeat of the committed text is dropped; the stream is closed after the closing fence.
+    assert spans(result) == [
+        (0, "draft", KEPT),
+        (0, "rejected", "}"),
+        (1, "correction", "],"),
+        (2, "dropped", '```json\n{"a": [1, 2, 3],'),
+        (2, "draft", ' "b": null}\n'),
+        (2, "dropped", "```\n"),
+    ]
+    last = result.trace.rounds[-1]
+    assert (last.ended, last.closed_early) == ("trailing", True)
+
+
+# -- a slip, repaired by an edit -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_slip_is_repaired_by_an_edit_in_one_request(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    """The wrong brace is replaced and the reply read on from the same stream: no second request,
+    no local model."""
+    server = server_of(kind, request)
+    api = ScriptedAPI(DOC, drafts=[SLIP])
+    server.responder = responder(kind, api)
+    result = guide(drafter_of(kind, request), JSON, prompt=PROMPT, target=_NoTarget(), **SETTINGS)
+    assert (result.text, result.stop_reason) == (DOC, "complete")
+    assert (result.api_calls, result.corrections, result.repairs) == (1, 0, 1)
+    assert len(server.exchanges) == 1
+    assert spans(result) == [
+        (0, "draft", KEPT),
+        (0, "skipped", "}"),
+        (0, "edit", "]"),
+        (0, "draft", ', "b": null}'),
+    ]
 
 
 # -- retries ---------------------------------------------------------------------------------------
@@ -214,11 +238,12 @@ def test_rate_limit_is_retried_and_counted(
 ) -> None:
     server = server_of(kind, request)
     server.script(error(429, "slow down", type="rate_limit_error", headers={"retry-after": "7"}))
-    server.responder = responder(kind)
+    api = ScriptedAPI(DOC)
+    server.responder = responder(kind, api)
     result = guide(drafter_of(kind, request), JSON, prompt=PROMPT, target=_NoTarget())
-    check_result(result, JSON)
     assert (result.text, result.stop_reason) == (DOC, "complete")
     assert result.api_calls == 2 == len(server.exchanges)
+    assert api.prefixes == [""]  # the retry asks again for the whole answer
     assert result.trace.rounds[0].retries == 1
     ((attempt, exc),) = waits
     assert attempt == 1
@@ -237,25 +262,26 @@ def test_rate_limits_past_the_attempts_raise_with_the_partial_result(
         guide(drafter_of(kind, request), JSON, prompt=PROMPT, target=_NoTarget(), max_attempts=3)
     assert caught.value.status == 429
     partial = caught.value.partial
-    check_result(partial, JSON)
     assert (partial.text, partial.stop_reason) == ('{"a": [1, 2', "error")
+    assert spans(partial) == [(0, "draft", '{"a": [1, 2')]
     assert partial.api_calls == 4 == len(server.exchanges)
     assert partial.trace.rounds[-1].retries == 2
     assert {exc.retry_after for _, exc in waits} == {1.0}
 
 
-def _disconnect_script(kind: str, server: MockServer) -> None:
+def _disconnect_script(kind: str, server: MockServer) -> ScriptedAPI:
     server.script(disconnect(DOC, 3, chunk_size=4))  # drops after '{"a": [1, 2,'
-    server.responder = responder(kind)
+    api = ScriptedAPI(DOC)
+    server.responder = responder(kind, api)
+    return api
 
 
-def _check_resumed(kind: str, server: MockServer, result: GuideResult) -> None:
-    check_result(result, JSON)
+def _check_resumed(server: MockServer, api: ScriptedAPI, result: GuideResult) -> None:
     assert (result.text, result.stop_reason) == (DOC, "complete")  # nothing lost or repeated
     assert result.api_calls == 2 == len(server.exchanges)
     assert result.trace.rounds[0].retries == 1
-    assert sent_prefix(kind, server.bodies[1]) == DOC[:12].rstrip()
-    assert {s.origin for s in result.trace.spans} == {"draft"}
+    assert api.prefixes == ['{"a": [1, 2,']
+    assert spans(result) == [(0, "draft", DOC)]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -263,9 +289,9 @@ def test_disconnect_resumes_from_committed_text(
     kind: str, request: pytest.FixtureRequest, waits: list[Any]
 ) -> None:
     server = server_of(kind, request)
-    _disconnect_script(kind, server)
+    api = _disconnect_script(kind, server)
     result = guide(drafter_of(kind, request), JSON, prompt=PROMPT, target=_NoTarget())
-    _check_resumed(kind, server, result)
+    _check_resumed(server, api, result)
 
 
 @pytest.mark.anyio
@@ -274,11 +300,11 @@ async def test_disconnect_resumes_from_committed_text_async(
     kind: str, request: pytest.FixtureRequest, waits: list[Any]
 ) -> None:
     server = server_of(kind, request)
-    _disconnect_script(kind, server)
+    api = _disconnect_script(kind, server)
     drafter = drafter_of(kind, request, asynchronous=True)
     async with drafter.client:
         result = await aguide(drafter, JSON, prompt=PROMPT, target=_NoTarget())
-    _check_resumed(kind, server, result)
+    _check_resumed(server, api, result)
 
 
 @pytest.mark.anyio
@@ -288,12 +314,13 @@ async def test_rate_limit_is_retried_async(
 ) -> None:
     server = server_of(kind, request)
     server.script(error(429, headers={"retry-after": "3"}), error(503, "overloaded"))
-    server.responder = responder(kind)
+    api = ScriptedAPI(DOC)
+    server.responder = responder(kind, api)
     drafter = drafter_of(kind, request, asynchronous=True)
     async with drafter.client:
         result = await aguide(drafter, JSON, prompt=PROMPT, target=_NoTarget())
-    check_result(result, JSON)
     assert (result.text, result.api_calls, result.trace.rounds[0].retries) == (DOC, 3, 2)
+    assert api.prefixes == [""]
     assert [getattr(exc, "status", None) for _, exc in waits] == [429, 503]
 
 
@@ -308,9 +335,8 @@ def test_usage_is_summed_over_rounds(kind: str, request: pytest.FixtureRequest) 
         text('{"a": [1, ', chunk_size=4, finish_reason="length", usage=(11, 5)),
         text("2, 3], ", chunk_size=4, finish_reason="length", usage=(13, 4)),
     )
-    server.responder = responder(kind, usage=(17, 2))
+    server.responder = responder(kind, ScriptedAPI(DOC), usage=(17, 2))
     result = guide(drafter_of(kind, request), JSON, prompt=PROMPT, target=_NoTarget())
-    check_result(result, JSON)
     assert (result.text, result.api_calls, result.corrections) == (DOC, 3, 0)
     assert [(r.input_tokens, r.output_tokens) for r in result.trace.rounds] == [
         (11, 5),
@@ -318,7 +344,11 @@ def test_usage_is_summed_over_rounds(kind: str, request: pytest.FixtureRequest) 
         (17, 2),
     ]
     assert result.usage == Usage(41, 11)
-    check_requests(kind, server, result)
+    # Each request carried the text committed before it.
+    committed = ["", '{"a": [1, ', '{"a": [1, 2, 3], ']
+    assert [sent_prefix(kind, body) for body in server.bodies] == [
+        as_sent(kind, c) for c in committed
+    ]
 
 
 @pytest.mark.anyio
@@ -326,29 +356,32 @@ def test_usage_is_summed_over_rounds(kind: str, request: pytest.FixtureRequest) 
 async def test_usage_is_summed_over_rounds_async(kind: str, request: pytest.FixtureRequest) -> None:
     server = server_of(kind, request)
     server.script(text('{"a": [1, ', chunk_size=4, finish_reason="length", usage=(11, 5)))
-    server.responder = responder(kind, usage=(17, 2))
+    server.responder = responder(kind, ScriptedAPI(DOC), usage=(17, 2))
     drafter = drafter_of(kind, request, asynchronous=True)
     async with drafter.client:
         result = await aguide(drafter, JSON, prompt=PROMPT, target=_NoTarget())
     assert (result.text, result.usage) == (DOC, Usage(28, 7))
 
 
-def test_usage_of_a_repaired_run(
+def test_usage_of_a_corrected_run(
     anthropic_server: MockServer, anthropic_client: Any, target: LocalTarget
 ) -> None:
     """A stream closed at a cut reports what the provider had said by then: Anthropic sends the
-    input tokens first (message_start), so they count even for a cut round."""
-    anthropic_server.responder = responder("anthropic", first=SLIP, usage=(19, 6))
+    input tokens first (message_start, with 1 output token so far), so they count even for a
+    cut round; the final output count comes at the end (message_delta), which a cut round never
+    reads."""
+    api = ScriptedAPI(DOC, drafts=[SLIP])
+    anthropic_server.responder = responder("anthropic", api, usage=(19, 6))
     drafter = AnthropicDrafter(anthropic_client(), "claude-test")
-    result = guide(drafter, JSON, prompt=PROMPT, target=target, **SETTINGS)
-    check_result(result, JSON)
-    drafts = [r for r in result.trace.rounds if r.kind == "draft"]
-    assert drafts[0].ended == "cut" and drafts[0].input_tokens == 19
-    assert drafts[-1].ended == "drafter_ended"
-    assert (drafts[-1].input_tokens, drafts[-1].output_tokens) == (19, 6)
-    assert result.usage == Usage(
-        sum(r.input_tokens for r in drafts), sum(r.output_tokens for r in drafts)
-    )
+    result = guide(drafter, JSON, prompt=PROMPT, target=target, **CORRECTIONS_ONLY)
+    assert (result.text, result.api_calls, result.corrections) == (DOC, 2, 1)
+    rounds = [(r.kind, r.ended, r.input_tokens, r.output_tokens) for r in result.trace.rounds]
+    assert rounds == [
+        ("draft", "cut", 19, 1),
+        ("correction", "target_stopped", 0, 0),
+        ("draft", "drafter_ended", 19, 6),
+    ]
+    assert result.usage == Usage(38, 7)
 
 
 @pytest.mark.skipif("sqlite" not in grammars.names(), reason="no grammars/sqlite.lark")
@@ -363,7 +396,6 @@ def test_reply_cut_by_its_token_budget_goes_on_even_when_complete(
     openai_server.script(text(" WHERE name LIKE 'a%'"))
     drafter = OpenAICompletionsDrafter(openai_client(), "gpt-test")
     result = guide(drafter, sql, prompt=PROMPT, target=_NoTarget())
-    check_result(result, sql)
     assert (result.text, result.api_calls) == (query, 2)
 
 
