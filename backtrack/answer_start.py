@@ -134,15 +134,17 @@ class AnswerStart:
 
     def _new_runs(self, piece: str, start: int) -> None:
         previous = self._last[-1:]
+        live = sum(run.alive for run in self._runs)
         for i, char in enumerate(piece):
             offset = start + i
             candidate = offset == 0 or not (previous.isalnum() or previous in _INSIDE)
             previous = char
-            if not candidate or sum(run.alive for run in self._runs) >= MAX_LIVE:
+            if not candidate or live >= MAX_LIVE:
                 continue
             run = _Run(offset, self.grammar.checker(), floor=self._dead_reach)
             run.feed(piece[i:])
             self._runs.append(run)
+            live += run.alive
         self._last = (self._last + piece)[-(len(FENCE) - 1) :]
 
     def _decide(self, *, final: bool) -> int | None:
@@ -160,14 +162,14 @@ class AnswerStart:
 
     def _discard_dead(self) -> None:
         """Dead runs never qualify later (their reach only grows for later ones): keep only where
-        they ended, for the runs that start after them."""
+        they ended, for the runs that start after them. One pass: the runs are in order of start."""
         kept: list[_Run] = []
+        dead_end = 0  # the furthest end of the dead runs passed so far
         for run in self._runs:
             if run.alive:
+                run.floor = max(run.floor, dead_end)
                 kept.append(run)
-                continue
-            self._dead_reach = max(self._dead_reach, run.end)
-            for later in self._runs:
-                if later.start > run.start:
-                    later.floor = max(later.floor, run.end)
+            else:
+                dead_end = max(dead_end, run.end)
+        self._dead_reach = max(self._dead_reach, dead_end)
         self._runs = kept

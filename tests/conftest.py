@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from servers import MockServer
 
-from local_target.errors import TargetError
-
 if TYPE_CHECKING:
     from local_target import LocalTarget
 
@@ -63,9 +61,12 @@ def anthropic_server(_anthropic_mock: MockServer) -> Iterator[MockServer]:
 @pytest.fixture(scope="session")
 def smollm2() -> Iterator[LocalTarget]:
     """The real SmolLM2-135M-Instruct target, loaded once per test session."""
+    # Imported here, not at the top: local_target imports torch (seconds), which a run of test
+    # modules that need no model (`pytest tests/test_grammar.py`) would otherwise pay for.
     import torch
 
     from local_target import LocalTarget
+    from local_target.errors import TargetError
 
     # One thread: on a small, busy CPU torch's default thread pool is several times slower.
     threads = torch.get_num_threads()

@@ -133,6 +133,9 @@ class Handler(BaseHTTPRequestHandler):
     no log, quiet hang-ups, JSON replies and chunked writes."""
 
     protocol_version = "HTTP/1.1"
+    # Each write goes out at once. With Nagle's algorithm a write that follows another (a body
+    # after its headers, an event after an event) waits for the client's delayed ACK: 40 ms a reply.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # tests read what the servers record, not a log

@@ -3,7 +3,8 @@ and grammars that can never be completed.
 
 Inputs that used to kill the process (a stack overflow, an abort on a failed allocation) or run
 for minutes run in a child process with a memory cap and a timeout, so that a regression fails the
-test instead of killing pytest.
+test instead of killing pytest. Those that take seconds each (the engine's own limits, reached the
+long way) are marked `slow`: `make test` runs them, the daily `pytest` does not.
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ REFUSED = """
 """
 
 
+@pytest.mark.slow
 def test_rule_chain_past_max_depth_is_a_grammar_error():
     out = isolated(REFUSED.format(make="from_lark"), spec=chain(30_000))
     message, line = out.strip().split("|")
@@ -163,6 +165,7 @@ def test_grammar_over_max_source_bytes_is_refused_before_compiling():
     assert "grammar is 1,808,895 bytes" in out and "max_source_bytes (1,048,576)" in out
 
 
+@pytest.mark.slow
 def test_too_many_symbols_is_refused_when_built():
     """Past 65,525 symbols the engine panics; that showed only at the first check."""
     first, rest = string.ascii_lowercase, string.ascii_lowercase + string.digits
@@ -178,6 +181,7 @@ def test_too_many_symbols_is_refused_when_built():
 # -- the work budget of a check -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_ambiguous_grammar_stops_at_the_work_budget():
     """3 KB under an ambiguous grammar took over two minutes; now a TextError where the budget of
     Earley items per position runs out, long before the end of the text."""
@@ -248,6 +252,7 @@ def test_a_draft_past_the_budget_ends_the_run_with_a_text_error_and_its_partial(
     assert partial.trace.rounds[-1].ended == "error"
 
 
+@pytest.mark.slow
 def test_budget_grows_with_the_grammar():
     """A schema with many optional properties needs many items at one position: its budget is its
     own size plus row_items, so a large legitimate grammar is not taken for an ambiguous one."""
@@ -286,6 +291,7 @@ def test_non_ascii_keys_and_values_are_never_cut(make, key):
         assert sum(checker.feed(c) for c in text) == len(text) and checker.complete
 
 
+@pytest.mark.slow
 def test_lexer_limit_is_an_error_not_a_cut_and_leaves_the_grammar_usable():
     """The engine's lexer states are shared by every copy of a matcher: once a check reached their
     limit, every later check of the grammar was cut at its first byte."""
@@ -410,10 +416,14 @@ def test_recursive_schemas_with_a_base_case_are_kept(schema):
 # -- memory ---------------------------------------------------------------------------------------
 
 
-def test_checker_memory_is_a_small_multiple_of_the_text():
-    """Python memory held by a checker fed 512 KB in 4-character chunks (the engine's own state,
-    outside tracemalloc's view, is not counted here)."""
-    doc = json.dumps([{"id": i, "name": f"item {i}", "tags": ["a", "b"]} for i in range(9000)])
+@pytest.mark.parametrize(
+    "items",
+    [pytest.param(1000, id="53KB"), pytest.param(9000, id="512KB", marks=pytest.mark.slow)],
+)
+def test_checker_memory_is_a_small_multiple_of_the_text(items):
+    """Python memory held by a checker fed 53 KB or 512 KB in 4-character chunks (the engine's own
+    state, outside tracemalloc's view, is not counted here)."""
+    doc = json.dumps([{"id": i, "name": f"item {i}", "tags": ["a", "b"]} for i in range(items)])
     checker = JSON.checker()
     tracemalloc.start()
     try:

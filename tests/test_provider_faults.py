@@ -131,14 +131,21 @@ def cut_points(count: int) -> list[tuple[str, int]]:
     return [(doc, rng.randrange(1, len(doc))) for doc in docs]
 
 
+@pytest.mark.parametrize(
+    "part",
+    [
+        pytest.param(slice(0, 50), id="first-50"),
+        pytest.param(slice(50, None), id="other-150", marks=pytest.mark.slow),
+    ],
+)
 def test_resumed_chat_streams_are_not_altered(
-    openai_server: MockServer, openai_client: Any
+    part: slice, openai_server: MockServer, openai_client: Any
 ) -> None:
     # A model that continues exactly: whatever starts its reply is new text, even where it looks
     # like the end of the prefix ("10" + "00", "missi" + "ssippi", blanks + blanks).
     drafter = OpenAIChatDrafter(openai_client(), "m")
     altered = []
-    for doc, offset in cut_points(200):
+    for doc, offset in cut_points(200)[part]:
         openai_server.responder = Continuer(doc)
         stream = drafter.draft(DraftRequest(PROMPT, doc[:offset]))
         got = "".join(stream)
@@ -161,13 +168,22 @@ def repeats(doc: str) -> Iterator[tuple[str, str]]:
                 yield prefix, repeat
 
 
+@pytest.mark.parametrize(
+    "daily",
+    [
+        pytest.param(True, id="every-4th"),
+        pytest.param(False, id="the-others", marks=pytest.mark.slow),
+    ],
+)
 @pytest.mark.parametrize("doc", DOCS[:2], ids=["one line", "indented"])
 def test_an_unambiguous_repeat_is_stripped_and_kept(
-    doc: str, openai_server: MockServer, openai_client: Any
+    doc: str, daily: bool, openai_server: MockServer, openai_client: Any
 ) -> None:
     drafter = OpenAIChatDrafter(openai_client(), "m")
     wrong = []
-    for prefix, repeat in repeats(doc):
+    for i, (prefix, repeat) in enumerate(repeats(doc)):
+        if (i % 4 == 0) != daily:
+            continue
         openai_server.script(text(repeat + doc[len(prefix) :], chunk_size=5))
         stream = drafter.draft(DraftRequest(PROMPT, prefix))
         got = "".join(stream)
@@ -244,16 +260,22 @@ def test_a_surrogate_pair_split_across_events_is_joined(
     assert result.api_calls == 1
 
 
-def test_a_fault_run_ends_every_time_with_the_document(request: pytest.FixtureRequest) -> None:
-    # 60 guided runs, 20 per drafter kind, over all documents; each reply is one of the faults
-    # with probability 0.3, and the text the API sent is all that may come out.
+@pytest.mark.parametrize(
+    "runs", [pytest.param(15, id="15-runs"), pytest.param(60, id="60-runs", marks=pytest.mark.slow)]
+)
+def test_a_fault_run_ends_every_time_with_the_document(
+    runs: int, request: pytest.FixtureRequest
+) -> None:
+    # 60 guided runs (15 daily: the first of them), 20 per drafter kind, over all documents; each
+    # reply is one of the faults with probability 0.3, and the text the API sent is all that may
+    # come out.
     rng = random.Random(30)
 
     def sometimes(rest: str) -> Reply | None:
         return rng.choice(list(FAULTS.values()))(rest) if rng.random() < 0.3 else None
 
     wrong = []
-    for number in range(60):
+    for number in range(runs):
         kind, doc = KINDS[number % 3], DOCS[number % len(DOCS)]
         server = server_of(kind, request)
         server.responder = Continuer(doc, sometimes)

@@ -110,7 +110,10 @@ def _exception_classes() -> list[tuple[str, type[BaseException]]]:
     for module, base in ((openai, openai.OpenAIError), (anthropic, anthropic.AnthropicError)):
         for name in dir(module):
             value = getattr(module, name)
-            if not name.startswith("_") and inspect.isclass(value) and issubclass(value, base):
+            # type(value), not inspect.isclass: that reads __class__, which loads each of the
+            # SDK's lazy module proxies (openai.chat, ...): seconds at every collection.
+            is_class = issubclass(type(value), type)
+            if not name.startswith("_") and is_class and issubclass(value, base):
                 found.append((f"{module.__name__}.{name}", value))
     return found
 

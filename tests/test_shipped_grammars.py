@@ -12,7 +12,9 @@ sentences (some invalid, marked so) and sentences sampled from the grammar's own
     follow the first k characters at all, the cut is exactly k;
 (d) both engines agree on sentences corrupted at one offset (GRAMMARS.md, point 7).
 
-Every case is its own test id: `sqlite-sample-017`, `json-hand-emoji`, `csv-corrupt-042`.
+Every case is its own test id: `sqlite-sample-017`, `json-hand-emoji`, `csv-corrupt-042`. The daily
+run takes every hand-written sentence and the first DAILY drawn cases of each kind per grammar; the
+rest are marked `slow` (`make test` runs them all).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 
 import lark
 import pytest
-from sampler import Sampler, alphabet_of, insert, lark_parser, mutate
+from sampler import Sampler, alphabet_of, insert, mutate
 
 import grammars
 from backtrack import Grammar
@@ -34,6 +36,7 @@ CORRUPTIONS = 120  # corrupted sentences per grammar, for (d)
 INSERTIONS = 40  # inserted characters per grammar, for (c)
 PREFIX_CUTS_SAMPLED = 6  # prefixes checked per sampled sentence, for (b)
 PREFIX_CUTS_HAND = 40  # ... per hand-written sentence (plus around every non-ASCII character)
+DAILY = 5  # drawn cases of each kind per grammar in the daily run (sampled, inserted, corrupted)
 
 # Parametric grammars and the parameters they are tested with.
 PARAMS: dict[str, list[dict[str, int]]] = {"json_keys": [{"n": 1}, {"n": 3}, {"n": 10}]}
@@ -79,9 +82,15 @@ def grammar(variant: str) -> Grammar:
 
 
 @functools.cache
-def parser(variant: str) -> lark.Lark:
+def sampler(variant: str) -> Sampler:
     name, params = VARIANTS[variant]
-    return lark_parser(grammars.source(name, **params))
+    return Sampler(grammars.source(name, **params), **SAMPLING.get(name, {}))
+
+
+def parser(variant: str) -> lark.Lark:
+    """lark's parser of the variant, as `Grammar.parse` configures it (`sampler.lark_parser`): the
+    sampler's own, built once (a second one would cost a fifth of a second per grammar)."""
+    return sampler(variant).parser
 
 
 def lark_accepts(variant: str, text: str) -> bool:
@@ -348,11 +357,14 @@ def _seed(variant: str) -> int:
     return sum(map(ord, variant))
 
 
+def _daily(i: int) -> Any:
+    """The marks of the i-th drawn case of a kind: the first DAILY run daily, the rest are slow."""
+    return () if i < DAILY else pytest.mark.slow
+
+
 @functools.cache
 def sampled(variant: str) -> tuple[str, ...]:
-    name, params = VARIANTS[variant]
-    sampler = Sampler(grammars.source(name, **params), **SAMPLING.get(name, {}))
-    return tuple(sampler.sentences(SAMPLES, seed=_seed(variant)))
+    return tuple(sampler(variant).sentences(SAMPLES, seed=_seed(variant)))
 
 
 @functools.cache
@@ -378,7 +390,9 @@ def _agreement_cases() -> list[Any]:
         for key, text in invalid.items():
             cases.append(pytest.param(variant, text, False, id=f"{variant}-bad-{key}"))
         for i, text in enumerate(sampled(variant)):
-            cases.append(pytest.param(variant, text, None, id=f"{variant}-sample-{i:03d}"))
+            cases.append(
+                pytest.param(variant, text, None, id=f"{variant}-sample-{i:03d}", marks=_daily(i))
+            )
     return cases
 
 
@@ -393,7 +407,10 @@ def _prefix_cases() -> list[Any]:
                 cuts |= {k for i, c in enumerate(text) if ord(c) > 127 for k in (i, i + 1)}
             else:
                 cuts = set(sorted(cuts)[:: max(1, len(cuts) // PREFIX_CUTS_SAMPLED)])
-            cases.append(pytest.param(variant, text, sorted(cuts), id=f"{variant}-{label}"))
+            marks = () if hand else _daily(int(label.removeprefix("sample-")))  # as in (a)
+            cases.append(
+                pytest.param(variant, text, sorted(cuts), id=f"{variant}-{label}", marks=marks)
+            )
     return cases
 
 
@@ -406,7 +423,9 @@ def _insertion_cases() -> list[Any]:
         for i in range(INSERTIONS):
             _, text = sentences[rng.randrange(len(sentences))]
             k, c = rng.randint(0, len(text)), rng.choice(alphabet)
-            cases.append(pytest.param(variant, text, k, c, id=f"{variant}-insert-{i:03d}"))
+            cases.append(
+                pytest.param(variant, text, k, c, id=f"{variant}-insert-{i:03d}", marks=_daily(i))
+            )
     return cases
 
 
@@ -419,9 +438,8 @@ def _corruption_cases() -> list[Any]:
         for i in range(CORRUPTIONS):
             _, text = sentences[rng.randrange(len(sentences))]
             m = mutate(text, rng, alphabet)
-            cases.append(
-                pytest.param(variant, m.text, m.describe(), id=f"{variant}-corrupt-{i:03d}")
-            )
+            label = f"{variant}-corrupt-{i:03d}"
+            cases.append(pytest.param(variant, m.text, m.describe(), id=label, marks=_daily(i)))
     return cases
 
 

@@ -23,7 +23,9 @@ For complete texts the grammar (`Grammar.matches`, llguidance) and sqlite3 agree
 (c) tests/data/sqlite_llm_queries.sql: realistic LLM-written queries and the slips LLMs make;
 (d) every sqlite3 keyword in every place a name may stand.
 Every prefix of a text that parses is a valid prefix for the streaming check. Sizes are bounded
-and seeded: the same cases on every run.
+and seeded: the same cases on every run. The daily run takes the first DAILY cases of each drawn
+kind (`sample`, `expr`, ..., `byte`, `token`) and every fourth keyword in (d); the rest are marked
+`slow` (`make test` runs all).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import functools
 import random
 import re
 import sqlite3
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +52,7 @@ PART_SAMPLES = 100  # ... and for each part set in a statement (PARTS)
 BYTE_MUTATIONS = 600
 TOKEN_MUTATIONS = 900
 PREFIX_CUTS = 4  # prefixes checked per sampled or mutated text that parses (corpus: every one)
+DAILY = 15  # drawn cases of each kind in the daily run; and every 4th keyword in (d)
 
 # -- sqlite3's keywords and names ----------------------------------------------------------------
 
@@ -482,8 +486,15 @@ def compare(text: str, *, every_prefix: bool = False) -> None:
             assert grammar().check(text[:k]).chars == k, f"prefix {text[:k]!r} is cut"
 
 
-def _cases(texts: dict[str, str]) -> list[Any]:
-    return [pytest.param(text, id=key) for key, text in texts.items()]
+def _cases(texts: dict[str, str], *, daily: int | None = None) -> list[Any]:
+    """One case per text; past the first `daily` of a kind (the id up to its first "-"), slow."""
+    cases, seen = [], Counter[str]()
+    for key, text in texts.items():
+        kind = key.split("-")[0]
+        slow = daily is not None and seen[kind] >= daily
+        seen[kind] += 1
+        cases.append(pytest.param(text, id=key, marks=pytest.mark.slow if slow else ()))
+    return cases
 
 
 @pytest.mark.parametrize("text", _cases(corpus()))
@@ -491,17 +502,20 @@ def test_corpus(text):
     compare(text, every_prefix=True)
 
 
-@pytest.mark.parametrize("text", _cases(sampled()))
+@pytest.mark.parametrize("text", _cases(sampled(), daily=DAILY))
 def test_sampled(text):
     compare(text)
 
 
-@pytest.mark.parametrize("text", _cases(mutated()))
+@pytest.mark.parametrize("text", _cases(mutated(), daily=DAILY))
 def test_mutated(text):
     compare(text)
 
 
-@pytest.mark.parametrize("keyword", KEYWORDS)
+@pytest.mark.parametrize(
+    "keyword",
+    [pytest.param(k, marks=() if i % 4 == 0 else pytest.mark.slow) for i, k in enumerate(KEYWORDS)],
+)
 def test_keyword_as_name(keyword):
     """The grammar takes a keyword as a name exactly where sqlite3 does."""
     wrong = []
