@@ -11,7 +11,7 @@ lint: setup
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy
 
-# Everything, models included (the daily `pytest` leaves out tests marked `model`).
+# Everything, models and slow tables included (the daily `pytest` leaves out `model` and `slow`).
 test: lint
 	.venv/bin/python -m pytest -m ""
 
