@@ -42,8 +42,10 @@ SEED = 10
 WORKERS = 8
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def server() -> Iterator[FaultServer]:
+    # One per test: the daily sample and the full tables draw some of the same runs (the same
+    # names), and a server registers each run once.
     with FaultServer() as server:
         yield server
 

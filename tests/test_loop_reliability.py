@@ -283,7 +283,8 @@ def test_a_target_error_ends_the_run_with_the_committed_text(
         yield draft[len(prefix) :]
 
     with pytest.raises(TargetError, match="context") as info:
-        run_guide(asynchronous, drafter, JSON, prompt="numbers", target=target)
+        # Without repairs: the stray "}" goes to the target (an edit would make it "]").
+        run_guide(asynchronous, drafter, JSON, prompt="numbers", target=target, repair_window=0)
     partial = info.value.partial
     assert isinstance(partial, GuideResult)
     assert (partial.text, partial.stop_reason, partial.valid) == (committed, "error", False)
