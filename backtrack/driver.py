@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -133,21 +133,20 @@ class Run:
 
     def send(self, outcome: Outcome) -> Effect | GuideResult:
         """The next effect, after the last one gave `outcome`; the result at the end."""
-        if self._effects is None:
-            raise RuntimeError("send() before start()")
-        try:
-            return self._effects.send(outcome)
-        except StopIteration as done:
-            result: GuideResult = done.value
-            return result
+        return self._resume(lambda steps: steps.send(outcome))
 
     def throw(self, failure: Exception) -> Effect | GuideResult:
         """The next effect, after the last one raised `failure` (or the error that ends the
         run, raised here with its partial result)."""
+        return self._resume(lambda steps: steps.throw(failure))
+
+    def _resume(
+        self, step: Callable[[Generator[Effect, Outcome, GuideResult]], Effect]
+    ) -> Effect | GuideResult:
         if self._effects is None:
-            raise RuntimeError("throw() before start()")
+            raise RuntimeError("the run was not started")
         try:
-            return self._effects.throw(failure)
+            return step(self._effects)
         except StopIteration as done:
             result: GuideResult = done.value
             return result

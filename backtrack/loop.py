@@ -51,10 +51,6 @@ logger = logging.getLogger(__name__)
 
 _BLANKS_OR_END = frozenset(b" \t\r\n") | {256}
 _LETTERS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
-_PRINTABLE = frozenset(range(0x20, 0x7F))
-# Where the grammar takes (nearly) any printable character next, the text is inside a free-text
-# lexeme (a string, a quoted name): a draft's rest appended there would be read as its content.
-_FREE_TEXT = 90
 
 # How far a repair may reach (backtrack.repair): the defaults, measured on the repair set.
 REPAIR_LIMITS = RepairLimits()
@@ -524,7 +520,7 @@ class GuideLoop:
         rest, self._rest = self._rest, ""
         if not rest:
             return ""
-        if len(self.checker.next_bytes() & _PRINTABLE) >= _FREE_TEXT:
+        if self.checker.in_free_text():
             return ""  # inside a string the correction opened: the rest would become its content
         before = self.checker.chars
         taken = self.checker.feed(rest)

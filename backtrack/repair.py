@@ -23,12 +23,9 @@ import re
 from dataclasses import dataclass
 
 from grammars import Checker
+from grammars.prefix import PRINTABLE, takes_free_text
 
-_PRINTABLE = frozenset(range(0x20, 0x7F))
-_INSERTABLE = _PRINTABLE | {ord("\n"), ord("\t")}
-# Where the grammar takes (nearly) any printable character next, the text is inside a free-text
-# lexeme (a string, a quoted name).
-_FREE_TEXT = 90
+_INSERTABLE = PRINTABLE | {ord("\n"), ord("\t")}
 _QUOTES = "'`\u2018\u2019\u201c\u201d"
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
@@ -121,10 +118,6 @@ def _distance(removed: str, inserted: str) -> int:
     return edit_distance(removed, inserted)
 
 
-def _free_text(checker: Checker) -> bool:
-    return len(checker.next_bytes() & _PRINTABLE) >= _FREE_TEXT
-
-
 def _word_at(text: str) -> int:
     """The length of the word `text` starts with (letters, digits after the first, `_`)."""
     n = 0
@@ -191,7 +184,7 @@ def _inserts(
     grammar's word goes with skipping the draft's whole word."""
     following = checker.next_bytes()
     inserts: list[tuple[str, int | None]] = [("", None)]
-    if len(following & _PRINTABLE) < _FREE_TEXT:  # in a string, a character is just content
+    if not takes_free_text(following):  # in a string, a character is just content
         # Punctuation and blanks: a letter or digit inserted on its own would be made-up
         # content (a word the grammar offers is a candidate of its own, below).
         inserts += [(chr(b), None) for b in sorted(following & _INSERTABLE - _ALNUM_BYTES)]
@@ -236,11 +229,11 @@ def _candidates(
     """Every candidate edit after which at least one character of the rest fits (or all of an
     empty rest); leaves the checker backed off."""
     base = len(committed)
-    was_free = _free_text(checker)
+    was_free = checker.in_free_text()
     found: list[_Candidate] = []
     for back in range(min(limits.max_back, base - floor) + 1):
         checker.rollback(base - back)
-        if back and not was_free and _free_text(checker):
+        if back and not was_free and checker.in_free_text():
             continue  # backed into a string: not trusted (see _trusted), not worth checking
         deleted = committed[base - back :]
         for insert, only in _inserts(checker, deleted, rest, limits):
@@ -308,7 +301,7 @@ def _best(
     (`{'a': 1, 'b': 2}`): the path of least total cost wins."""
     budget[0] -= 1
     committed = checker.text
-    was_free = _free_text(checker)
+    was_free = checker.in_free_text()
     candidates = _candidates(checker, committed, rest, floor, limits)
     direct = [c for c in candidates if c.edit.fits >= min(need, len(c.tail))]
     direct.sort(key=lambda c: (c.edit.cost, c.rank))
@@ -392,9 +385,9 @@ def _trusted(checker: Checker, committed: str, c: _Candidate, *, was_free: bool)
     `::integer AS price FROM items;` makes all of it one quoted name)."""
     edit = c.edit
     _restore(checker, committed[: len(committed) - edit.back])
-    inside = not was_free and _free_text(checker)
+    inside = not was_free and checker.in_free_text()
     checker.feed(edit.insert)
-    inside = inside or (not was_free and _free_text(checker))
+    inside = inside or (not was_free and checker.in_free_text())
     return not inside
 
 

@@ -27,6 +27,17 @@ import llguidance
 from grammars.errors import TextError, caret_view
 
 EOS = 256
+PRINTABLE = frozenset(range(0x20, 0x7F))
+"""The printable ASCII bytes."""
+# Where the grammar takes (nearly) any printable character next, the text is inside a free-text
+# lexeme (a string, a quoted name): whatever comes next is read as its content.
+_FREE_TEXT = 90
+
+
+def takes_free_text(following: frozenset[int]) -> bool:
+    """Whether `following` (a checker's `next_bytes()`) is a free-text lexeme's: a string's, a
+    quoted name's, where (nearly) any printable character goes on."""
+    return len(following & PRINTABLE) >= _FREE_TEXT
 
 
 class _ByteVocabulary:
@@ -437,7 +448,10 @@ class Checker:
         n = self._matcher.validate_tokens(list(data))
         return len(data[:n].decode("utf-8", "ignore"))
 
+    def in_free_text(self) -> bool:
+        """Whether the text is inside a free-text lexeme (see `takes_free_text`)."""
+        return takes_free_text(self.next_bytes())
+
     def allows(self, chunk: str) -> bool:
         """Whether `text + chunk` would still be a valid prefix (the state is unchanged)."""
-        data = list(chunk.encode("utf-8"))
-        return bool(self._matcher.validate_tokens(data) == len(data))
+        return self.fits(chunk) == len(chunk)
