@@ -119,7 +119,7 @@ class Run:
         """The target's correction for `call` (blocking: forward passes)."""
         return self.session().correct(
             call.text,
-            self.loop.grammar,
+            call.grammar,
             max_tokens=call.max_tokens,
             until=call.until,
             sampling=self.options.sampling,

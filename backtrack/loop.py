@@ -58,6 +58,8 @@ REPAIR_LIMITS = RepairLimits()
 # At most this many repairs within this many characters of a draft (see GuideLoop._may_repair).
 _CROWDED_REPAIRS = 3
 _CROWDED_WITHIN = 16
+# Stop reasons of a run whose text is complete, checked once more by the grammar's own test.
+_COMPLETE = ("complete", "target_completed", "trailing_dropped")
 
 # A draft round reads at most max_draft_tokens * this many characters, whatever the drafter: a
 # function drafter knows no token budget, and one that never ends must not grow without bound.
@@ -80,6 +82,7 @@ class TargetCall:
     text: str
     until: Until
     max_tokens: int
+    grammar: Grammar
 
 
 @dataclass
@@ -119,6 +122,7 @@ class GuideLoop:
         self._started = time.perf_counter()
         self._repairs = 0  # edits made so far in the run
         self._final = 0  # committed characters no repair may take back (before the last edit)
+        self._inserted_keys: set[str] = set()  # required keys a JSON schema run inserted
 
     @property
     def text(self) -> str:
@@ -147,11 +151,48 @@ class GuideLoop:
         return tuple(self._spans)
 
     def step(self) -> Step:
+        if self.stop_reason in _COMPLETE and not self._meets_schema():
+            self._settle_schema()
         if self.stop_reason is not None:
             return "done"
         if self._next == "draft" and len(self.rounds) >= self.options.max_rounds:
             self._next = "correct"
         return self._next
+
+    def _meets_schema(self) -> bool:
+        """The complete text is valid under a JSON schema whose drafts are checked in any key
+        order (True for every other grammar: its check already decided)."""
+        return self.grammar.strict is None or self.grammar.matches(self.text)
+
+    def _settle_schema(self) -> None:
+        """The text is complete in any key order but not valid under the JSON schema. A required
+        key that is missing is inserted where its object ends, for the target to write its value
+        (once per key). Anything else (a key twice, a fraction where an integer goes) and from
+        here on the run checks and writes in the schema's own order, cut where that order refuses
+        the text. Either way the text after the cut is taken back and offered for reuse after the
+        correction."""
+        validator, strict = self.grammar.validator, self.grammar.strict
+        assert validator is not None and strict is not None  # _meets_schema() holds otherwise
+        text = self.text
+        missing = validator.missing_key(text)
+        if missing is not None and missing.key not in self._inserted_keys:
+            self._inserted_keys.add(missing.key)
+            at = missing.at
+            logger.debug("JSON schema: required key inserted at character %d", at)
+        else:
+            self.grammar = strict
+            self.checker = strict.checker()
+            at = self.checker.feed(text)
+            logger.debug("JSON schema not met in any key order: its order from character %d", at)
+        self._retract(len(text) - at)
+        self.checker.rollback(at)
+        if missing is not None and self.grammar is not strict:
+            self.checker.feed(missing.text)
+            self._span(missing.text, "edit")
+        self._final = min(self._final, at)
+        self._rest, self._rest_is_all = text[at:], True
+        self.stop_reason = None
+        self._next = "correct"
 
     # -- drafts ---------------------------------------------------------------------------------
 
@@ -458,9 +499,20 @@ class GuideLoop:
         if self._completing and not self.options.complete_on_budget:
             self.stop_reason = "max_corrections"
             return None
-        if self._completing:
-            return TargetCall(self.text, "complete", self.options.completion_tokens)
-        return TargetCall(self.text, "terminal", self.options.correction_tokens)
+        until: Until = "complete" if self._completing else "terminal"
+        budget = (
+            self.options.completion_tokens if self._completing else self.options.correction_tokens
+        )
+        return TargetCall(self.text, until, budget, self._target_grammar())
+
+    def _target_grammar(self) -> Grammar:
+        """The grammar the target writes under: a JSON schema's own order while the committed
+        text keeps it (the target then writes every required key), else the drafts' any-order
+        grammar (the API put keys in another order; the final check still holds)."""
+        strict = self.grammar.strict
+        if strict is not None and strict.check(self.text).chars == len(self.text):
+            return strict
+        return self.grammar
 
     def apply_correction(self, correction: Correction) -> None:
         start_chars = self.checker.chars
@@ -538,7 +590,7 @@ class GuideLoop:
         complete = self.checker.complete
         return GuideResult(
             text=text,
-            valid=complete,
+            valid=complete and self._meets_schema(),
             complete=complete,
             stop_reason=self.stop_reason or "error",
             trace=Trace(_prompt_text(self.prompt), self.spans, tuple(self.rounds)),

@@ -24,6 +24,7 @@ from grammars import shipped
 from grammars.checks import GrammarLimits, check_lark, check_schema, check_size
 from grammars.errors import GrammarError, TextError
 from grammars.prefix import Checker, PrefixCheck, as_text, byte_tokenizer, check
+from grammars.schema import Validator, loosen
 
 __all__ = ["Grammar", "GrammarLimits"]
 
@@ -141,6 +142,10 @@ class Grammar:
         # keyed by id(tokenizer); the tokenizer is kept alive beside its matcher (few exist)
         self._pristine: dict[int, tuple[llguidance.LLTokenizer, llguidance.LLMatcher]] = {}
         self._lark: Any = None
+        # A JSON schema's drafts are checked in any key order (grammars/schema.py): then `strict`
+        # is the schema's own grammar, in its order, and `validator` decides a whole document.
+        self.strict: Grammar | None = None
+        self.validator: Validator | None = None
         # Compiled now, so that a grammar the engine refuses fails here, not at its first check.
         pristine = self._pristine_for(byte_tokenizer())
         self.warnings: tuple[str, ...] = (*pristine.get_grammar_warnings(), *warnings)
@@ -221,7 +226,23 @@ class Grammar:
             ll = llguidance.LLMatcher.grammar_from_json_schema(text)
         except ValueError as exc:
             raise GrammarError(f"invalid JSON schema: {exc}") from exc
-        return cls(ll, kind="json_schema", source=text, limits=limits)
+        strict = cls(ll, kind="json_schema", source=text, limits=limits)
+        loose = loosen(schema)
+        if loose == schema:
+            return strict
+        try:
+            drafts = cls(
+                llguidance.LLMatcher.grammar_from_json_schema(json.dumps(loose)),
+                kind="json_schema",
+                source=text,
+                limits=limits,
+            )
+        except (ValueError, GrammarError) as exc:  # the engine cannot take the loose form
+            logger.debug("JSON schema checked in its own order only: %s", exc)
+            return strict
+        drafts.strict = strict
+        drafts.validator = Validator(schema)
+        return drafts
 
     @classmethod
     def from_regex(cls, pattern: str, *, limits: GrammarLimits | None = None) -> Grammar:
@@ -315,13 +336,16 @@ class Grammar:
         return Checker(self._pristine_for(tokenizer), renew=self._renewer(tokenizer))
 
     def matches(self, text: str | bytes) -> bool:
-        """`text` is a whole sentence of the grammar (False for bytes that are not UTF-8)."""
+        """`text` is a whole sentence of the grammar (False for bytes that are not UTF-8). Under a
+        JSON schema: a JSON document valid under the schema, its keys in any order."""
         try:
             text = as_text(text)
         except TextError:
             return False
         result = self.check(text)
-        return result.valid and result.complete
+        if not (result.valid and result.complete):
+            return False
+        return self.validator is None or self.validator(text)
 
     def parse(self, text: str | bytes) -> Any:
         """A lark parse tree of `text` (Lark grammars only). Raises TextError where the text stops

@@ -125,17 +125,20 @@ class ScriptedAPI:
 
 class ScriptedTarget:
     """Stands in for LocalTarget: each correction writes the next of `texts`, as sampled tokens
-    of one character each. It records (committed text, until) per correction in `calls`."""
+    of one character each. It records (committed text, until) per correction in `calls`, and
+    the grammar it was asked to write under in `grammars`."""
 
     def __init__(self, *texts: str) -> None:
         self.texts = list(texts)
         self.calls: list[tuple[str, Any]] = []
+        self.grammars: list[Grammar] = []
 
     def session(self, prompt: Any) -> ScriptedTarget:
         return self
 
     def correct(self, text: str, grammar: Grammar, **options: Any) -> Correction:
         self.calls.append((text, options.get("until")))
+        self.grammars.append(grammar)
         if not self.texts:
             raise AssertionError(f"an unscripted correction was asked for after {text!r}")
         new = self.texts.pop(0)

@@ -65,7 +65,7 @@ PERSON_SCHEMA = {
             lambda: Grammar.from_json_schema(Person),
             "json_schema",
             '{"name": "Ann", "age": 3}',
-            '{"name": "Ann", "age": 3.5}',
+            '{"name": "Ann", "age": true}',
             id="schema-pydantic",
         ),
         pytest.param(

@@ -1,0 +1,167 @@
+"""JSON semantics for drafts under a JSON schema.
+
+llguidance builds a schema's grammar in generation order: an object's properties in the order the
+schema lists them, an integer without a fraction. That is a fine order to write in, and the local
+target writes in it, but JSON objects are unordered and an API may put the keys in any order or
+write `1.0` for an integer; cutting such a draft would alter what the API meant.
+
+So drafts are checked with a looser grammar (`loosen`): each listed property becomes an exact-name
+pattern property (any order), `required` and the property counts are left to the end, an integer
+may be written as a number. The loose grammar accepts a superset of the schema's documents; a
+complete document is then validated against the schema itself (`Validator`, the `jsonschema`
+package, draft 2020-12, plus no repeated key), which decides whether it is valid.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["MissingKey", "Validator", "loosen"]
+
+_REGEX_SPECIAL = frozenset("\\.+*?()|[]{}^$#&-~")
+# Keywords whose value is one schema, a list of schemas, or a map of names to schemas.
+_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames")
+_LIST = ("anyOf", "oneOf", "allOf", "prefixItems")
+_MAP = ("$defs", "definitions", "patternProperties", "dependentSchemas")
+# Left to the final validation: they count the properties, which any order makes unknowable.
+_COUNTS = ("required", "minProperties", "maxProperties", "dependentRequired", "dependencies")
+
+
+def _exact(name: str) -> str:
+    """An anchored regex matching exactly `name`."""
+    return "^" + "".join("\\" + c if c in _REGEX_SPECIAL else c for c in name) + "$"
+
+
+def loosen(schema: Any) -> Any:
+    """`schema` with every object's properties in any order and integers as numbers (a copy).
+    An object that already has pattern properties keeps its own order: llguidance needs them
+    disjoint, which an exact name may not be."""
+    if isinstance(schema, list):
+        return [loosen(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    for key in _ONE:
+        if isinstance(out.get(key), dict):
+            out[key] = loosen(out[key])
+    for key in _LIST:
+        if isinstance(out.get(key), list):
+            out[key] = loosen(out[key])
+    for key in (*_MAP, "properties"):
+        if isinstance(out.get(key), dict):
+            out[key] = {name: loosen(s) for name, s in out[key].items()}
+    if out.get("type") == "integer":
+        out["type"] = "number"
+    elif isinstance(out.get("type"), list):
+        out["type"] = ["number" if t == "integer" else t for t in out["type"]]
+    properties = out.get("properties")
+    if isinstance(properties, dict) and len(properties) > 1 and "patternProperties" not in out:
+        out["patternProperties"] = {_exact(name): s for name, s in out.pop("properties").items()}
+        for key in _COUNTS:
+            out.pop(key, None)
+    return out
+
+
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a key is repeated")
+    return dict(pairs)
+
+
+@dataclass(frozen=True)
+class MissingKey:
+    """A required key an object lacks: insert `text` at character `at` (after the object's last
+    member, or after its `{` when it has none) and write the key's value there."""
+
+    at: int
+    key: str
+    text: str
+
+
+class Validator:
+    """Whether a whole JSON text is valid under the schema, in JSON's own semantics."""
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        import jsonschema
+
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        self._validator = cls(schema)
+
+    def __call__(self, text: str) -> bool:
+        value = _load(text)
+        return value is not _INVALID and bool(self._validator.is_valid(value))
+
+    def missing_key(self, text: str) -> MissingKey | None:
+        """The first required key a valid JSON `text` lacks, and where it goes (None when no
+        key is missing or the text is not JSON with distinct keys)."""
+        value = _load(text)
+        if value is _INVALID:
+            return None
+        for error in self._validator.iter_errors(value):
+            if error.validator != "required" or not isinstance(error.instance, dict):
+                continue
+            key = next(k for k in error.validator_value if k not in error.instance)
+            open_at, last_end = _object_at(text, list(error.absolute_path))
+            at = last_end if error.instance else open_at + 1
+            separator = ", " if error.instance else ""
+            return MissingKey(at, key, f"{separator}{json.dumps(key)}: ")
+        return None
+
+
+_INVALID = object()
+_DECODER = json.JSONDecoder()
+_BLANK = " \t\n\r"
+
+
+def _load(text: str) -> Any:
+    try:
+        return json.loads(text, object_pairs_hook=_no_repeats)
+    except ValueError:
+        return _INVALID
+
+
+def _object_at(text: str, path: list[str | int]) -> tuple[int, int]:
+    """For the object at `path` in the JSON `text`: the offset of its `{` and the end of its last
+    member's value (of the `{` + 1 when it has none)."""
+    at = _skip(text, 0)
+    for step in path:
+        at = _member(text, at, step)
+    end = at + 1
+    for _, value_at in _members(text, at):
+        end = _DECODER.raw_decode(text, value_at)[1]
+    return at, end
+
+
+def _member(text: str, at: int, step: str | int) -> int:
+    """Where the value of member `step` (a key, or an array index) of the container at `at`
+    starts."""
+    for index, (key, value_at) in enumerate(_members(text, at)):
+        if key == step or (isinstance(step, int) and index == step and key is None):
+            return value_at
+    raise ValueError(f"no member {step!r} at character {at}")
+
+
+def _members(text: str, at: int) -> Iterator[tuple[str | None, int]]:
+    """(key or None for array items, offset of the value) for each member of the container
+    whose bracket is at `at`."""
+    is_object = text[at] == "{"
+    at = _skip(text, at + 1)
+    while text[at] not in "}]":
+        key = None
+        if is_object:
+            key, at = _DECODER.raw_decode(text, at)
+            at = _skip(text, _skip(text, at) + 1)  # past the colon
+        yield key, at
+        at = _skip(text, _DECODER.raw_decode(text, at)[1])
+        if text[at] == ",":
+            at = _skip(text, at + 1)
+
+
+def _skip(text: str, at: int) -> int:
+    while at < len(text) and text[at] in _BLANK:
+        at += 1
+    return at

@@ -1,0 +1,181 @@
+"""Drafts under a JSON schema are read with JSON's semantics: keys in any order, `1.0` for an
+integer, blanks around the document. A whole document is then validated against the schema
+itself: a required key that is missing is inserted where its object ends and the target writes
+its value; anything else the schema refuses is checked again in the schema's own order.
+
+The APIs replay fixed text and never read the grammar (tests/scripted.py); the target is a
+ScriptedTarget, so a test fails if a correction is asked for that the test did not script.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from scripted import ScriptedAPI, ScriptedTarget
+
+import providers
+from backtrack import Grammar, GuideResult, guide
+from grammars.schema import Validator, loosen
+
+PERSON = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "age": {"type": "integer"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["name", "age"],
+    "additionalProperties": False,
+}
+TEAM = {
+    "type": "object",
+    "properties": {"team": {"type": "string"}, "people": {"type": "array", "items": PERSON}},
+    "required": ["team", "people"],
+}
+GRAMMAR = Grammar.from_json_schema(PERSON)
+TEAM_GRAMMAR = Grammar.from_json_schema(TEAM)
+
+
+def run(grammar: Grammar, draft: str, target: ScriptedTarget, **options: Any) -> GuideResult:
+    api = ScriptedAPI(draft)
+    result = guide(providers.FunctionDrafter(api), grammar, prompt="p", target=target, **options)
+    assert api.calls == result.api_calls
+    return result
+
+
+@pytest.mark.parametrize(
+    "draft",
+    [
+        pytest.param('{"age": 42, "name": "Bob", "tags": ["a"]}', id="keys-reordered"),
+        pytest.param('{"tags": [], "age": 1, "name": "x"}', id="optional-key-first"),
+        pytest.param('{"name": "Bob", "age": 42.0}', id="integer-as-1.0"),
+        pytest.param('{\n  "age": 7,\n  "name": "Al"\n}', id="pretty-printed"),
+    ],
+)
+def test_a_valid_document_in_another_key_order_passes_untouched(draft: str) -> None:
+    target = ScriptedTarget()  # fails the test if asked for a correction
+    result = run(GRAMMAR, draft, target)
+    assert (result.text, result.valid, result.api_calls, result.corrections) == (draft, True, 1, 0)
+    assert not GRAMMAR.strict or not target.calls
+
+
+def test_nested_objects_in_another_order_pass_untouched() -> None:
+    draft = (
+        '{"people": [{"age": 3, "name": "A"}, {"tags": ["x"], "name": "B", "age": 4}], "team": "t"}'
+    )
+    result = run(TEAM_GRAMMAR, draft, ScriptedTarget())
+    assert (result.text, result.valid, result.api_calls) == (draft, True, 1)
+
+
+def test_blanks_around_the_document_are_dropped_not_corrected() -> None:
+    result = run(GRAMMAR, '\n{"name": "x", "age": 1}\n', ScriptedTarget())
+    assert (result.text, result.valid, result.corrections) == ('{"name": "x", "age": 1}', True, 0)
+
+
+def test_a_missing_required_key_is_inserted_where_its_object_ends() -> None:
+    target = ScriptedTarget("25")
+    result = run(GRAMMAR, '{"tags": ["a"], "name": "Bob"}', target)
+    assert result.text == '{"tags": ["a"], "name": "Bob", "age": 25}'
+    assert (result.valid, result.api_calls, result.corrections) == (True, 1, 1)
+    assert target.calls == [('{"tags": ["a"], "name": "Bob", "age": ', "terminal")]
+    # The API's order is kept, so the target writes under the any-order grammar.
+    assert target.grammars == [GRAMMAR]
+    origins = [(s.origin, s.text) for s in result.trace.spans]
+    assert ("deleted", "}") in origins and ("edit", ', "age": ') in origins
+
+
+def test_a_missing_key_in_a_nested_object_is_inserted_there() -> None:
+    draft = '{"team": "t", "people": [{"name": "A", "age": 1}, {"age": 2}]}'
+    result = run(TEAM_GRAMMAR, draft, ScriptedTarget('"B"'))
+    assert (
+        result.text == '{"team": "t", "people": [{"name": "A", "age": 1}, {"age": 2, "name": "B"}]}'
+    )
+    assert (result.valid, result.api_calls) == (True, 1)
+
+
+def test_an_empty_object_gets_each_missing_key_in_turn() -> None:
+    target = ScriptedTarget('"x"', "3")
+    result = run(GRAMMAR, "{}", target)
+    assert result.text == '{"name": "x", "age": 3}'
+    assert [text for text, _ in target.calls] == ['{"name": ', '{"name": "x", "age": ']
+    # In the schema's order so far: the target writes under the schema's own grammar.
+    assert target.grammars == [GRAMMAR.strict, GRAMMAR.strict]
+
+
+def test_a_repeated_key_is_checked_again_in_the_schema_order() -> None:
+    target = ScriptedTarget('tags": []}')
+    draft = '{"name": "Bob", "age": 4, "name": "Al"}'
+    result = run(GRAMMAR, draft, target, repair_window=0)
+    assert result.text == '{"name": "Bob", "age": 4, "tags": []}'
+    assert result.valid and GRAMMAR.strict is not None
+    assert target.grammars == [GRAMMAR.strict]
+
+
+def test_a_fraction_for_an_integer_is_cut_in_the_schema_order() -> None:
+    target = ScriptedTarget("}")
+    result = run(GRAMMAR, '{"name": "Bob", "age": 42.5}', target, repair_window=0)
+    assert (result.text, result.valid) == ('{"name": "Bob", "age": 42}', True)
+    assert target.calls == [('{"name": "Bob", "age": 42', "terminal")]
+
+
+# -- the pieces ------------------------------------------------------------------------------------
+
+
+def test_grammar_matches_with_json_semantics() -> None:
+    assert GRAMMAR.matches('{"age": 3, "name": "a"}')
+    assert GRAMMAR.matches('{"age": 3.0, "name": "a"}')
+    assert not GRAMMAR.matches('{"age": 3.5, "name": "a"}')
+    assert not GRAMMAR.matches('{"age": 3}')  # a required key missing
+    assert not GRAMMAR.matches('{"age": 3, "name": "a", "age": 4}')  # a key twice
+    assert not GRAMMAR.matches('{"age": 3, "name": "a", "x": 1}')  # no additional properties
+    assert GRAMMAR.strict is not None and not GRAMMAR.strict.matches('{"age": 3, "name": "a"}')
+
+
+def test_loosen_frees_the_order_and_keeps_value_schemas() -> None:
+    loose = loosen(PERSON)
+    assert "properties" not in loose and "required" not in loose
+    assert loose["patternProperties"]["^age$"] == {"type": "number"}
+    assert loose["additionalProperties"] is False
+    # Names with regex characters match only themselves.
+    odd = Grammar.from_json_schema(
+        {
+            "type": "object",
+            "properties": {"a.b": {"type": "integer"}, "c+": {"type": "integer"}},
+            "additionalProperties": False,
+        }
+    )
+    assert odd.matches('{"c+": 1, "a.b": 2}') and not odd.matches('{"axb": 1}')
+
+
+def test_an_object_with_pattern_properties_keeps_its_order() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "patternProperties": {"^x": {"type": "string"}},
+    }
+    loose = loosen(schema)
+    assert loose["properties"] == {"a": {"type": "number"}, "b": {"type": "number"}}
+    assert loose["patternProperties"] == schema["patternProperties"]
+    grammar = Grammar.from_json_schema(schema)
+    assert grammar.matches('{"a": 1.0, "b": 2}') and not grammar.matches('{"b": 2, "a": 1}')
+
+
+@pytest.mark.parametrize(
+    ("text", "at", "inserted"),
+    [
+        ('{"age": 1}', 9, ', "name": '),
+        ("{}", 1, '"name": '),
+        ('{\n  "age": 1\n}', 12, ', "name": '),
+        ('{"age": 1 , "tags": [ "a" ] }', 27, ', "name": '),
+    ],
+)
+def test_missing_key_is_placed_after_the_last_member(text: str, at: int, inserted: str) -> None:
+    missing = Validator(PERSON).missing_key(text)
+    assert missing is not None and (missing.at, missing.key, missing.text) == (at, "name", inserted)
+
+
+def test_missing_key_follows_the_path_into_arrays() -> None:
+    text = '{"team": "t", "people": [{"name": "A", "age": 1}, {"name": "B"}]}'
+    missing = Validator(TEAM).missing_key(text)
+    assert missing is not None and (missing.key, text[: missing.at]) == ("age", text[:-3])
