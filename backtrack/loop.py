@@ -301,26 +301,33 @@ class GuideLoop:
         """Make `edit`: the committed text backs off (shown as deleted), the draft's skipped text
         is shown as skipped, the inserted text is committed as an edit."""
         at = self.checker.chars - edit.back
-        self._retract(edit.back)
+        # An insertion further back (`]` before `, "b"`) reads the backed-off text again: it is
+        # moved, not deleted.
+        reread = edit.deleted if edit.deleted and edit.insert.endswith(edit.deleted) else ""
+        self._retract(edit.back, shown=not reread)
         self.checker.rollback(at)
         self._span(edit.skipped, "skipped")
         if self.checker.feed(edit.insert) != len(edit.insert):
             raise RuntimeError("a repair's inserted text does not fit where it was checked")
-        self._span(edit.insert, "edit")
+        inserted = edit.insert[: len(edit.insert) - len(reread)]
+        self._span(inserted, "edit")
+        self._span(reread, "draft")
         self._final = self.checker.chars
         self._repairs += 1
-        draft.repairs.append(Repair(at, edit.deleted, edit.skipped, edit.insert, edit.fits))
+        deleted = "" if reread else edit.deleted
+        draft.repairs.append(Repair(at, deleted, edit.skipped, inserted, edit.fits))
         logger.debug(
             "repair at character %d: %d deleted, %d skipped, %d inserted; %d characters fit",
             at,
-            len(edit.deleted),
+            len(deleted),
             len(edit.skipped),
-            len(edit.insert),
+            len(inserted),
             edit.fits,
         )
 
-    def _retract(self, chars: int) -> None:
-        """The last `chars` characters of output become a "deleted" span, in place."""
+    def _retract(self, chars: int, *, shown: bool = True) -> None:
+        """The last `chars` characters of output become a "deleted" span, in place (or go from
+        the trace when not `shown`: text that is read again after an insertion)."""
         self._close_span()
         spans = self._spans
         i = len(spans)
@@ -334,7 +341,8 @@ class GuideLoop:
             n = min(chars, len(span.text))
             chars -= n
             kept = span.text[: len(span.text) - n]
-            tail.append(Span(span.text[len(kept) :], "deleted", span.round))
+            if shown:
+                tail.append(Span(span.text[len(kept) :], "deleted", span.round))
             if kept:
                 tail.append(Span(kept, span.origin, span.round))
         if chars:
@@ -410,6 +418,7 @@ class GuideLoop:
         ended: RoundEnd = "cut" if draft.cut else "drafter_ended"
         if draft.cut and self.checker.complete and self._is_trailing(rest):
             ended = "trailing"
+            self._drop_final_blanks()
             self._span(rest, "dropped")
             self.stop_reason = "trailing_dropped"
         elif draft.cut:
@@ -472,6 +481,21 @@ class GuideLoop:
         )
         self._draft = None
         self.stop_reason = "error"
+
+    def _drop_final_blanks(self) -> None:
+        """Blanks that end a complete text before dropped trailing text, where the grammar would
+        take nothing but blanks after the text without them (the newline before a closing
+        fence), go with the trailing text."""
+        text = self.text
+        kept = len(text.rstrip())
+        if kept == len(text) or kept < self._final:
+            return
+        self.checker.rollback(kept)
+        if not (self.checker.complete and self.checker.next_bytes() <= _BLANKS_OR_END):
+            self.checker.feed(text[kept:])
+            return
+        self._retract(len(text) - kept, shown=False)
+        self._span(text[kept:], "dropped")
 
     def _is_trailing(self, rest: str) -> bool:
         """At a complete point, is the rejected rest commentary rather than a slip? It is when the

@@ -67,7 +67,8 @@ def edit_distance(a: str, b: str) -> int:
     return row[-1]
 
 
-_CLASSES = (")]}", "([{", "\"'`", ",;", " \t\r\n")
+_CLOSERS = ")]}"
+_CLASSES = (_CLOSERS, "([{", "\"'`", ",;", " \t\r\n")
 
 
 def _class(char: str) -> int:
@@ -98,6 +99,26 @@ def _common(a: str, b: str) -> int:
 _WORDS = re.compile(r"\w+")
 # Literals of other languages and the JSON/SQL ones they mean: as close as a one-letter slip.
 _SYNONYMS = frozenset({("none", "null"), ("nil", "null"), ("undefined", "null"), ("nan", "null")})
+# Operators of other languages and notations, and what they mean in the common ones: a candidate
+# each where the grammar takes the meaning, at no cost (it is what the API meant: `2**10` is
+# `2^10` where `^` is the power, not `2*10`).
+_OPERATORS = {
+    "×": ("*",),
+    "÷": ("/",),
+    "·": ("*",),
+    "−": ("-",),
+    "≤": ("<=",),
+    "≥": (">=",),
+    "≠": ("!=", "<>"),
+    "**": ("^",),
+    "^": ("**",),
+    "&&": ("and", "AND"),
+    "||": ("or", "OR"),
+    "!": ("not ", "NOT "),
+    "===": ("==",),
+    "!==": ("!=",),
+}
+_OPERATOR_SYNONYMS = frozenset((slip, meant) for slip, all in _OPERATORS.items() for meant in all)
 
 
 def _changes_words(before: str, removed: str, inserted: str, after: str) -> bool:
@@ -112,9 +133,12 @@ def _changes_words(before: str, removed: str, inserted: str, after: str) -> bool
 
 
 def _distance(removed: str, inserted: str) -> int:
-    """The edit distance, a known synonym of another language counting as one edit."""
+    """The edit distance; a known synonym of another language counts as one edit, a known
+    operator of another notation as none."""
     if (removed.strip().lower(), inserted.strip().lower()) in _SYNONYMS:
         return 1
+    if (removed.strip(), inserted.strip()) in _OPERATOR_SYNONYMS:
+        return 0
     return edit_distance(removed, inserted)
 
 
@@ -187,17 +211,35 @@ def _inserts(
     if not takes_free_text(following):  # in a string, a character is just content
         # Punctuation and blanks: a letter or digit inserted on its own would be made-up
         # content (a word the grammar offers is a candidate of its own, below).
-        inserts += [(chr(b), None) for b in sorted(following & _INSERTABLE - _ALNUM_BYTES)]
+        marks = [chr(b) for b in sorted(following & _INSERTABLE - _ALNUM_BYTES)]
+        inserts += [(mark, None) for mark in marks]
+        # ... or a closing bracket further back, the backed-off text read again after it: the
+        # `]` the draft forgot before `, "size"`.
+        if deleted.strip():
+            inserts += [(mark + deleted, 0) for mark in marks if mark in _CLOSERS]
     if len(deleted) > 1:  # one character deleted further back: the comma in "a, FROM"
         inserts.append((deleted[1:], None))
     word = _word_at(rest)
     tail = len(deleted) - len(deleted.rstrip("".join(_WORD)))
     if word and following & _WORD_BYTES and (not deleted or tail == len(deleted)):
         inserts += [(w, word) for w in _words(checker, limits)]
+    inserts += _operator_inserts(checker, deleted, rest)
     quoted = _quoted(rest) or _bare(rest)
     if quoted is not None and ord('"') in following and not deleted:
         inserts.append((quoted[1], quoted[0]))
     return inserts
+
+
+def _operator_inserts(checker: Checker, deleted: str, rest: str) -> list[tuple[str, int | None]]:
+    """Where the backed-off text and the draft's rest start with another notation's operator
+    (covering all of the backed-off text), its meanings that the grammar takes here, each with
+    the skip past the operator."""
+    found: list[tuple[str, int | None]] = []
+    for slip, meanings in _OPERATORS.items():
+        if len(deleted) <= len(slip) and (deleted + rest).startswith(slip):
+            skip = len(slip) - len(deleted)
+            found += [(m, skip) for m in meanings if checker.fits(m) == len(m)]
+    return found
 
 
 def _bare(rest: str) -> tuple[int, str] | None:

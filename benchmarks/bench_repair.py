@@ -10,12 +10,10 @@ for the black box, the same for every method:
   always does (it is the corrupted document D: every case is a repair), every later one
   independently with probability P_CORRUPT (seeded by the case name, so that every method sees
   the same sequence of slips, call by call).
-- Given the prefix P it is asked to continue, it finds where P stands in C: the end of P when P
-  starts C; otherwise the point after the longest suffix of P's last 20 characters found in C
-  (or where P and C part, or a character or two past that, for text a correction replaced),
-  taking the first such point whose remainder completes P under the grammar, else the first
-  whose remainder fits after P (a competent API reads what it continues). A clean reply is C's
-  remainder from there; a slipping one is D's remainder from the matching point of D (C and D
+- Given the prefix P it is asked to continue, it finds where P stands in C without reading the
+  grammar: the end of P when P starts C; otherwise the point after the longest suffix (3 to 20
+  characters) of P found in C at or after where P and C part; else where they part. A clean reply
+  is C's remainder from there; a slipping one is D's remainder from the matching point of D (C and D
   aligned by difflib), so that the slips still ahead come back. When D's remainder is empty and
   C's is not (D was truncated), the reply is C's remainder: a truncation hits one reply.
   It cannot improvise: after a correction that C has no room for (say "IN" where C has "LIKE"),
@@ -126,34 +124,17 @@ def position_map(clean: str, corrupted: str) -> list[int]:
     return out
 
 
-def align(clean: str, prefix: str, grammar: Grammar) -> int:
-    """Where `prefix` stands in `clean` (see the module docstring)."""
+def align(clean: str, prefix: str) -> int:
+    """Where `prefix` stands in `clean` (see the module docstring); the grammar is not read."""
     if clean.startswith(prefix):
         return len(prefix)
     parted = common_prefix(clean, prefix)
     tail = prefix[-WINDOW:]
-
-    def after_suffixes(sizes: range) -> list[int]:
-        points = []
-        for n in sizes:
-            at = clean.find(tail[-n:], max(parted - n + 1, 0))
-            if at >= 0:
-                points.append(at + n)
-        return points
-
-    long = after_suffixes(range(len(tail), 2, -1))
-    skips = [p for p in (parted, parted + 1, parted + 2) if p <= len(clean)]
-    candidates = list(
-        dict.fromkeys([*long, *after_suffixes(range(min(2, len(tail)), 0, -1)), *skips])
-    )
-    for c in candidates:
-        if grammar.matches(prefix + clean[c:]):
-            return c
-    for c in candidates:
-        rest = clean[c:]
-        if rest and grammar.check(prefix + rest).chars == len(prefix) + len(rest):
-            return c
-    return (long or skips)[0]
+    for n in range(len(tail), 2, -1):
+        at = clean.find(tail[-n:], max(parted - n + 1, 0))
+        if at >= 0:
+            return at + n
+    return parted
 
 
 @dataclass
@@ -161,7 +142,6 @@ class ScriptedAPI:
     """The black box of one case; `__call__(prompt, prefix)` is a FunctionDrafter function."""
 
     case: Case
-    grammar: Grammar
     p_corrupt: float = P_CORRUPT
     seed: int = SEED
     calls: int = 0
@@ -176,7 +156,7 @@ class ScriptedAPI:
         clean, corrupted = self.case.clean, self.case.corrupted
         slips = self.calls == 0 or self._rng.random() < self.p_corrupt
         self.calls += 1
-        c = align(clean, prefix, self.grammar)
+        c = align(clean, prefix)
         if not slips:
             text = clean[c:]
         else:
@@ -271,7 +251,7 @@ def run_backtrack(case: Case, target: Any) -> Outcome:
     from providers import FunctionDrafter
 
     grammar = load_grammar(case.grammar)
-    api = ScriptedAPI(case, grammar)
+    api = ScriptedAPI(case)
     start = time.perf_counter()
     result = guide(FunctionDrafter(api), grammar, prompt=target_prompt(case), target=target)
     seconds = time.perf_counter() - start
@@ -308,7 +288,7 @@ def traits(case: Case, result: Any, *, far: bool) -> list[str]:
 
 def run_retry(case: Case) -> Outcome:
     grammar = load_grammar(case.grammar)
-    api = ScriptedAPI(case, grammar)
+    api = ScriptedAPI(case)
     start = time.perf_counter()
     thrown = 0
     text = ""
@@ -380,8 +360,7 @@ class GrammarGuidePeer:
         return "\n".join(self.log.read().strip().splitlines()[-lines:])
 
     def run(self, case: Case) -> Outcome:
-        grammar = load_grammar(case.grammar)
-        api = ScriptedAPI(case, grammar)
+        api = ScriptedAPI(case)
         source = grammar_source(case.grammar)
         start = time.perf_counter()
         try:

@@ -104,6 +104,13 @@ SLIPS = [
     ("sqlite", "SELECT name FROM users WHERE age > 3);", "SELECT name FROM users WHERE age > 3;"),
     ("arithmetic", "1 + 2 * (3 + 4))", "1 + 2 * (3 + 4)"),
     ("arithmetic", "1 + + 2", "1 +  2"),
+    # A closing bracket forgotten further back: inserted there, the text after it read again.
+    ("json", '{"a": [[1, 2], [3, 4], "b": 2}', '{"a": [[1, 2], [3, 4]], "b": 2}'),
+    ("python_expr", "x = f(a, b\ny = 2", "x = f(a, b)\ny = 2"),
+    # Operators of another notation, by what they mean where the grammar has it.
+    ("arithmetic", "2**10 + 3**2", "2^10 + 3^2"),
+    ("arithmetic", "(3 × 4 + 2) ÷ 7", "(3 * 4 + 2) / 7"),
+    ("python_expr", "ok = a && b", "ok = a and b"),
 ]
 
 
@@ -131,6 +138,13 @@ def test_a_valid_draft_passes_through_untouched(grammar: str, draft: str) -> Non
     result = repaired(grammar, draft, chunk=5)
     assert result.text == draft and spans(result) == [("draft", draft)]
     assert (result.api_calls, result.repairs) == (1, 0)
+
+
+def test_a_forgotten_bracket_is_shown_as_one_insertion() -> None:
+    result = repaired("json", '{"a": [1, 2, "b": 3}')
+    assert spans(result) == [("draft", '{"a": [1, 2'), ("edit", "]"), ("draft", ', "b": 3}')]
+    edits = [(e.at, e.deleted, e.skipped, e.inserted) for e in result.trace.rounds[0].repairs]
+    assert edits == [(11, "", "", "]")]
 
 
 def test_prose_where_json_goes_on_is_not_edited_word_by_word() -> None:
