@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.corpus import CASES, JSON_KEYS_N, Case, check_corpus, load_grammar
+from benchmarks.corpus_other import GRAMMARS, OTHER_CASES, check_other_corpus, load_other_grammar
 from grammars.grammar import Grammar
 
 P_CORRUPT = 0.7
@@ -89,6 +90,9 @@ KIND = {
     "arithmetic": "expression",
     "csv": "CSV",
     "python_expr": "Python code",
+    "toml": "TOML file",
+    "html": "HTML fragment",
+    "graphql": "GraphQL query",
 }
 COMMAND = "python -m benchmarks.bench_repair"
 
@@ -220,7 +224,7 @@ class Outcome:
 def outcome(
     case: Case, method: str, output: str, api: ScriptedAPI, thrown: int, tokens: int, seconds: float
 ) -> Outcome:
-    grammar = load_grammar(case.grammar)
+    grammar = grammar_of(case)
     valid = grammar.matches(output)
     return Outcome(
         case=case.name,
@@ -250,7 +254,7 @@ def run_backtrack(case: Case, target: Any) -> Outcome:
     from backtrack import guide
     from providers import FunctionDrafter
 
-    grammar = load_grammar(case.grammar)
+    grammar = grammar_of(case)
     api = ScriptedAPI(case)
     start = time.perf_counter()
     result = guide(FunctionDrafter(api), grammar, prompt=target_prompt(case), target=target)
@@ -287,7 +291,7 @@ def traits(case: Case, result: Any, *, far: bool) -> list[str]:
 
 
 def run_retry(case: Case) -> Outcome:
-    grammar = load_grammar(case.grammar)
+    grammar = grammar_of(case)
     api = ScriptedAPI(case)
     start = time.perf_counter()
     thrown = 0
@@ -406,6 +410,8 @@ class GrammarGuidePeer:
 def grammar_source(name: str) -> str:
     import grammars
 
+    if name in GRAMMARS:
+        return load_other_grammar(name).source
     if name == "json_keys":
         return grammars.source("json_keys", n=JSON_KEYS_N)
     return grammars.source(name)
@@ -414,7 +420,15 @@ def grammar_source(name: str) -> str:
 # -- the run ---------------------------------------------------------------------------------------
 
 
-def pick(quick: bool) -> list[Case]:
+def grammar_of(case: Case) -> Grammar:
+    if case.grammar in GRAMMARS:
+        return load_other_grammar(case.grammar)
+    return load_grammar(case.grammar)
+
+
+def pick(quick: bool, corpus: str = "main") -> list[Case]:
+    if corpus == "other":
+        return list(OTHER_CASES)
     return [c for c in CASES if c.name in QUICK] if quick else list(CASES)
 
 
@@ -572,16 +586,22 @@ def findings(outs: list[Outcome], methods: Sequence[str], gg_note: str) -> list[
     return lines
 
 
-def run(quick: bool, *, peer: bool = True, log: Callable[[str], None] = print) -> str:
+def run(
+    quick: bool,
+    *,
+    peer: bool = True,
+    corpus: str = "main",
+    log: Callable[[str], None] = print,
+) -> str:
     import torch
 
     from local_target import LocalTarget
 
-    problems = check_corpus()
+    problems = check_other_corpus() if corpus == "other" else check_corpus()
     if problems:
         raise RuntimeError("corpus: " + "; ".join(problems))
     torch.set_num_threads(1)
-    cases = pick(quick)
+    cases = pick(quick, corpus)
     load_start = os.getloadavg()
     target = LocalTarget.default(device="cpu")
     # Warm-up: the first guide() call pays for tables and allocations.
@@ -625,7 +645,7 @@ def run(quick: bool, *, peer: bool = True, log: Callable[[str], None] = print) -
     gg_note += gg_failures([o for o in outs if o.note.startswith("failed")])
     table = summary(outs, methods)
     log(table)
-    mode = " --quick" if quick else ""
+    mode = (" --quick" if quick else "") + (" --corpus other" if corpus == "other" else "")
     section = [
         "## Repair of black-box drafts",
         "",
@@ -655,8 +675,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"{len(QUICK)} cases")
     parser.add_argument("--no-peer", action="store_true", help="skip grammar-guide")
+    parser.add_argument(
+        "--corpus",
+        choices=("main", "other"),
+        default="main",
+        help="benchmarks/corpus.py (shipped grammars) or benchmarks/corpus_other.py (TOML, HTML, "
+        "GraphQL from public sources)",
+    )
     args = parser.parse_args()
-    print(run(args.quick, peer=not args.no_peer))
+    print(run(args.quick, peer=not args.no_peer, corpus=args.corpus))
 
 
 if __name__ == "__main__":
