@@ -327,7 +327,8 @@ class GuideLoop:
 
     def _retract(self, chars: int, *, shown: bool = True) -> None:
         """The last `chars` characters of output become a "deleted" span, in place (or go from
-        the trace when not `shown`: text that is read again after an insertion)."""
+        the trace when not `shown`: text that is read again after an insertion; and always, for
+        text a repair inserted)."""
         self._close_span()
         spans = self._spans
         i = len(spans)
@@ -341,7 +342,7 @@ class GuideLoop:
             n = min(chars, len(span.text))
             chars -= n
             kept = span.text[: len(span.text) - n]
-            if shown:
+            if shown and span.origin != "edit":  # a repair's own text was never the API's
                 tail.append(Span(span.text[len(kept) :], "deleted", span.round))
             if kept:
                 tail.append(Span(kept, span.origin, span.round))
