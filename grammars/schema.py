@@ -30,6 +30,11 @@ _MAP = ("$defs", "definitions", "patternProperties", "dependentSchemas")
 _COUNTS = ("required", "minProperties", "maxProperties", "dependentRequired", "dependencies")
 
 
+# An object with more properties keeps the schema's order: each is a regex of the engine's lexer,
+# and hundreds of them make compiling slow (600 took minutes).
+MAX_ANY_ORDER = 48
+
+
 def _exact(name: str) -> str:
     """An anchored regex matching exactly `name`."""
     return "^" + "".join("\\" + c if c in _REGEX_SPECIAL else c for c in name) + "$"
@@ -37,8 +42,8 @@ def _exact(name: str) -> str:
 
 def loosen(schema: Any) -> Any:
     """`schema` with every object's properties in any order and integers as numbers (a copy).
-    An object that already has pattern properties keeps its own order: llguidance needs them
-    disjoint, which an exact name may not be."""
+    An object that already has pattern properties keeps its own order (llguidance needs them
+    disjoint, which an exact name may not be), and so does one with more than MAX_ANY_ORDER."""
     if isinstance(schema, list):
         return [loosen(s) for s in schema]
     if not isinstance(schema, dict):
@@ -58,7 +63,11 @@ def loosen(schema: Any) -> Any:
     elif isinstance(out.get("type"), list):
         out["type"] = ["number" if t == "integer" else t for t in out["type"]]
     properties = out.get("properties")
-    if isinstance(properties, dict) and len(properties) > 1 and "patternProperties" not in out:
+    if (
+        isinstance(properties, dict)
+        and 1 < len(properties) <= MAX_ANY_ORDER
+        and "patternProperties" not in out
+    ):
         out["patternProperties"] = {_exact(name): s for name, s in out.pop("properties").items()}
         for key in _COUNTS:
             out.pop(key, None)

@@ -179,3 +179,12 @@ def test_missing_key_follows_the_path_into_arrays() -> None:
     text = '{"team": "t", "people": [{"name": "A", "age": 1}, {"name": "B"}]}'
     missing = Validator(TEAM).missing_key(text)
     assert missing is not None and (missing.key, text[: missing.at]) == ("age", text[:-3])
+
+
+def test_an_object_with_very_many_properties_keeps_its_order() -> None:
+    from grammars.schema import MAX_ANY_ORDER
+
+    many = {f"p{i}": {"type": "string"} for i in range(MAX_ANY_ORDER + 1)}
+    schema = {"type": "object", "properties": many}
+    assert loosen(schema) == schema
+    assert Grammar.from_json_schema(schema).strict is None
