@@ -189,7 +189,7 @@ def test_chat_reply_that_starts_over_in_a_fence(
     openai_server.responder = respond
     drafter = OpenAIChatDrafter(openai_client(), "gpt-test")
     result = guide(drafter, JSON, prompt=PROMPT, target=target, **CORRECTIONS_ONLY)
-    assert (result.text, result.stop_reason) == (DOC + "\n", "trailing_dropped")
+    assert (result.text, result.stop_reason) == (DOC, "trailing_dropped")
     assert (result.api_calls, result.corrections) == (2, 1)
     assert api.prefixes == ["", '{"a": [1, 2, 3],']
     # The repeat of the committed text is dropped; the stream is closed after the closing fence.
