@@ -198,8 +198,8 @@ def test_chat_reply_that_starts_over_in_a_fence(
         (0, "rejected", "}"),
         (1, "correction", "],"),
         (2, "dropped", '```json\n{"a": [1, 2, 3],'),
-        (2, "draft", ' "b": null}\n'),
-        (2, "dropped", "```\n"),
+        (2, "draft", ' "b": null}'),
+        (2, "dropped", "\n```\n"),
     ]
     last = result.trace.rounds[-1]
     assert (last.ended, last.closed_early) == ("trailing", True)
