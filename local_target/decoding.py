@@ -4,7 +4,9 @@ A correction writes after the committed text under the grammar's matcher, step b
 - token healing (DESIGN 4): the last committed token is backed off, and the first tokens must
   cover its bytes or be a prefix of them, so a token bridging the old boundary stays reachable;
 - forced bytes (DESIGN 8): where the grammar allows one continuation, its tokens are appended
-  without sampling, in one forward pass;
+  without sampling, fed in the same forward pass as the token chosen before them;
+- speculation (local_target.speculation): each pass also feeds proposed tokens, and the choices
+  that equal them cost no further pass (the tokens chosen are the same);
 - opportunistic masks (DESIGN 8, local_target.sampling): the model's own choice is checked
   first, the full mask computed only when the grammar refuses it;
 - the closing bias: in the last part of a completion budget (`until="complete"`), closing
@@ -24,13 +26,15 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal, NamedTuple, Protocol
+from functools import partial
+from typing import Literal, NamedTuple
 
 import llguidance
 import torch
 
 from local_target.errors import TargetError
 from local_target.sampling import Sampling, choose
+from local_target.speculation import Cursor, Feed
 from local_target.vocab import Vocabulary
 
 # How a token was chosen: "healed" (re-chose the backed-off last committed token), "forced" (the
@@ -64,10 +68,15 @@ class DecodingPolicy:
     lexeme_ends: frozenset[int] = frozenset(b",:;()[]{}\"'`=<>+-*/%|&!?. \t\r\n")
     """A "terminal" correction stops once a token ends in one of these bytes (punctuation or
     whitespace): the drafter is better placed to write the next word."""
+    speculate: int = 8
+    """The most proposed tokens verified in one forward pass (local_target.speculation); 0 turns
+    speculation off. It changes the number of passes, never the tokens chosen."""
 
     def __post_init__(self) -> None:
         if self.closing_share < 1:
             raise ValueError(f"closing_share must be >= 1, got {self.closing_share}")
+        if self.speculate < 0:
+            raise ValueError(f"speculate must be >= 0, got {self.speculate}")
         if not 0 <= self.closing_min <= self.closing_max:
             raise ValueError(
                 "closing_min and closing_max must satisfy 0 <= closing_min <= closing_max,"
@@ -87,19 +96,6 @@ class DecodingPolicy:
 
 
 DEFAULT_POLICY = DecodingPolicy()
-
-
-class Feed(Protocol):
-    """What decoding needs of the session it writes in."""
-
-    @property
-    def logits(self) -> torch.Tensor:
-        """The next-token logits after the sequence, [1, 1, V]."""
-        ...
-
-    def feed(self, new: list[int], *, cancel: threading.Event | None = None) -> None:
-        """Append `new` to the sequence (one forward pass); refused while `cancel` is set."""
-        ...
 
 
 class Written(NamedTuple):
@@ -161,6 +157,12 @@ class Correcting:
         )
 
     def _run(self, seq: Feed, cancel: threading.Event | None) -> StopReason:
+        cursor = Cursor(seq, cancel)
+        stop = self._choose_all(cursor)
+        cursor.settle()
+        return stop
+
+    def _choose_all(self, cursor: Cursor) -> StopReason:
         matcher = self.matcher
         while True:
             if len(self.tokens) >= self._limit and not self.pending and not self._mid_char():
@@ -174,12 +176,14 @@ class Correcting:
                     matcher.consume_tokens(forced)
                     for token in forced:
                         self._accept(token, "forced")
-                    seq.feed(forced, cancel=cancel)
+                    cursor.advance(forced)
                     if self._lexeme_ended():
                         return "terminal"
                     continue
             closing = self._closing()
-            logits = seq.logits[0, -1]
+            # Proposals once healing is done, and not past the budget (nor the context it fits).
+            room = self._limit - len(self.tokens) - 1
+            logits = cursor.logits(0 if self.pending else min(self.policy.speculate, room))
             if closing:  # the budget is nearly spent: prefer closing over rambling on
                 logits = logits.float().cpu() + self.policy.closing_bonus * self.vocab.closers
             token, masked = self._choose(logits)
@@ -190,7 +194,7 @@ class Correcting:
             if not matcher.consume_token(token):
                 raise TargetError(f"the grammar refused token {token} it had allowed")
             self._accept(token, "closing" if closing else "masked" if masked else "sampled")
-            seq.feed([token], cancel=cancel)
+            cursor.advance([token])
             if self._lexeme_ended():
                 return "terminal"
 
@@ -239,21 +243,28 @@ class Correcting:
 
 
 def unconstrained(
-    seq: Feed, vocab: Vocabulary, *, max_tokens: int, sampling: Sampling
+    seq: Feed, vocab: Vocabulary, *, max_tokens: int, sampling: Sampling, speculate: int = 0
 ) -> Iterator[str]:
     """Unconstrained continuation of `seq`, streamed as text chunks (whole characters); ends at a
-    special token (EOS, end of turn) or after `max_tokens` tokens."""
+    special token (EOS, end of turn) or after `max_tokens` tokens. Up to `speculate` proposed
+    tokens are verified in each forward pass (local_target.speculation)."""
     generator = sampling.generator()
+    everything = partial(torch.ones, vocab.n_logits, dtype=torch.bool)  # top_p < 1 asks for it
+    cursor = Cursor(seq)
     pending = bytearray()
-    for _ in range(max_tokens):
-        token, _masked = choose(seq.logits[0, -1], _any, _no_mask, sampling, generator)
-        if token in vocab.special or token == vocab.eos:
-            return
-        seq.feed([token])
-        pending.extend(vocab.token_bytes[token])
-        if not incomplete_utf8(pending):
-            yield pending.decode("utf-8", "replace")
-            pending.clear()
+    try:
+        for written in range(max_tokens):
+            logits = cursor.logits(min(speculate, max_tokens - written - 1))
+            token, _masked = choose(logits, _any, everything, sampling, generator)
+            if token in vocab.special or token == vocab.eos:
+                return
+            cursor.advance([token])
+            pending.extend(vocab.token_bytes[token])
+            if not incomplete_utf8(pending):
+                yield pending.decode("utf-8", "replace")
+                pending.clear()
+    finally:  # the session keeps the tokens fed so far: the next draft moves it where it needs
+        cursor.settle(feed=False)
 
 
 def healing_allows(piece: bytes, pending: bytes, is_eos: bool) -> bool:
@@ -299,7 +310,3 @@ def _runs(flags: list[TokenFlag], pieces: list[bytes]) -> tuple[tuple[TokenFlag,
 
 def _any(_token: int) -> bool:
     return True
-
-
-def _no_mask() -> torch.Tensor:
-    raise AssertionError("unconstrained generation never asks for a mask")

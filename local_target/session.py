@@ -78,8 +78,9 @@ class TargetModel(Protocol):
         """The most tokens the model takes (None: no known limit)."""
         ...
 
-    def forward(self, ids: list[int], cache: Any) -> torch.Tensor:
-        """Feed `ids` after what `cache` holds; return the last position's logits [1, 1, V]."""
+    def forward(self, ids: list[int], cache: Any, rows: int = 1) -> torch.Tensor:
+        """Feed `ids` after what `cache` holds; return the last `rows` positions' logits
+        [1, rows, V]."""
         ...
 
     def new_cache(self) -> Any:
@@ -190,14 +191,16 @@ class TargetSession:
         self._seq = None
         return seq
 
-    def _grow(self, kept: list[int], cache: Any, new: list[int]) -> None:
-        """Feed `new` after `kept` (which `cache` holds) and put the sequence back."""
+    def _grow(self, kept: list[int], cache: Any, new: list[int], rows: int = 1) -> torch.Tensor:
+        """Feed `new` after `kept` (which `cache` holds) and put the sequence back; the logits at
+        the last `rows` positions, [rows, V]."""
         start = time.perf_counter()
-        logits = self.target.forward(new, cache)
+        logits = self.target.forward(new, cache, rows)
         self.forward_seconds += time.perf_counter() - start
         self.forward_passes += 1
         kept.extend(new)
-        self._seq = _Sequence(kept, cache, logits)
+        self._seq = _Sequence(kept, cache, logits[:, -1:])
+        return logits[0]
 
     def move_to(self, ids: list[int], *, cancel: threading.Event | None = None) -> None:
         """Make the sequence `ids` (which must start with the prompt): crop to the common prefix,
@@ -223,12 +226,30 @@ class TargetSession:
             )
         self._grow(ids[:keep], cache, ids[keep:])
 
-    def feed(self, new: list[int], *, cancel: threading.Event | None = None) -> None:
-        """Append `new` tokens in one forward pass."""
+    def feed(
+        self, new: list[int], *, cancel: threading.Event | None = None, rows: int = 1
+    ) -> torch.Tensor:
+        """Append `new` tokens in one forward pass; the logits at its last `rows` positions (the
+        next-token logits after each of its last `rows` prefixes), [rows, V]."""
         if not new:
-            return
+            return self.logits[0, -1:]
+        if not 1 <= rows <= len(new):
+            raise ValueError(f"rows must be between 1 and {len(new)}, got {rows}")
         seq = self._take(len(self._sequence().ids) + len(new), cancel)
-        self._grow(seq.ids, seq.cache, new)
+        return self._grow(seq.ids, seq.cache, new, rows)
+
+    def drop(self, n: int, logits: torch.Tensor) -> None:
+        """Remove the last `n` text tokens; `logits` [V] are the next-token logits after the rest
+        (from the pass that fed them: `feed`'s rows)."""
+        seq = self._sequence()
+        if not 0 < n <= len(seq.ids) - self.prompt_len:
+            raise ValueError(f"can drop 1 to {len(seq.ids) - self.prompt_len} tokens, got {n}")
+        if not seq.cache.is_croppable:
+            self.move_to(seq.ids[:-n])
+            return
+        seq = self._take(len(seq.ids) - n, None)
+        seq.cache.crop(-n)
+        self._seq = _Sequence(seq.ids[:-n], seq.cache, logits.view(1, 1, -1))
 
     # -- the matcher ----------------------------------------------------------------------------
 
@@ -250,19 +271,29 @@ class TargetSession:
     # -- writing ----------------------------------------------------------------------------------
 
     def generate(
-        self, text: str, *, max_tokens: int, sampling: Sampling | None = None
+        self,
+        text: str,
+        *,
+        max_tokens: int,
+        sampling: Sampling | None = None,
+        speculate: int = DEFAULT_POLICY.speculate,
     ) -> Iterator[str]:
         """Unconstrained continuation of `text`, streamed as text chunks (whole characters).
         Ends at a special token (EOS, end of turn) or after `max_tokens` tokens, or where the
         model's context ends: a draft is cut there as at its budget (the grammar checks it
-        anyway), while a prompt and text that do not fit raise TargetError."""
+        anyway), while a prompt and text that do not fit raise TargetError. Up to `speculate`
+        proposed tokens are verified in each forward pass (local_target.speculation)."""
         vocab = self.target.vocab
         ids = [*self._prompt, *vocab.encode(text)]
         self.move_to(ids)
         if self.target.context_length is not None:
             max_tokens = min(max_tokens, self.target.context_length - len(ids))
         yield from unconstrained(
-            self, vocab, max_tokens=max_tokens, sampling=sampling or Sampling()
+            self,
+            vocab,
+            max_tokens=max_tokens,
+            sampling=sampling or Sampling(),
+            speculate=speculate,
         )
 
     def correct(

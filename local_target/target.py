@@ -125,14 +125,15 @@ class LocalTarget:
 
         return DynamicCache(config=self.model.config)
 
-    def forward(self, ids: list[int], cache: Any) -> torch.Tensor:
-        """Feed `ids` after what `cache` holds; return the last position's logits [1, 1, V]."""
+    def forward(self, ids: list[int], cache: Any, rows: int = 1) -> torch.Tensor:
+        """Feed `ids` after what `cache` holds; return the last `rows` positions' logits
+        [1, rows, V]."""
         with self._lock, torch.inference_mode():
             out = self.model(
                 input_ids=torch.tensor([ids], device=self.device),
                 past_key_values=cache,
                 use_cache=True,
-                logits_to_keep=1,
+                logits_to_keep=rows,
             )
         logits: torch.Tensor = out.logits
         return logits

@@ -66,9 +66,9 @@ def fed_tokens(monkeypatch: pytest.MonkeyPatch, target: LocalTarget) -> list[int
     fed: list[int] = []
     forward = target.forward
 
-    def counting(ids: list[int], cache: Any) -> Any:
+    def counting(ids: list[int], cache: Any, rows: int = 1) -> Any:
         fed.append(len(ids))
-        return forward(ids, cache)
+        return forward(ids, cache, rows)
 
     monkeypatch.setattr(target, "forward", counting)
     return fed

@@ -489,7 +489,12 @@ def test_closing_window_is_a_quarter_of_the_budget_within_4_to_32(
 
 @pytest.mark.parametrize(
     "fields",
-    [{"closing_share": 0}, {"closing_min": -1}, {"closing_min": 9, "closing_max": 8}],
+    [
+        {"closing_share": 0},
+        {"closing_min": -1},
+        {"closing_min": 9, "closing_max": 8},
+        {"speculate": -1},
+    ],
     ids=str,
 )
 def test_bad_policy_parameters_are_named(fields: dict[str, int]) -> None:
@@ -786,3 +791,31 @@ def test_slow_tokenizer_is_refused(tokenizer: Any) -> None:
     model = tf.tiny_model("llama", tokenizer("mistral"))
     with pytest.raises(TargetError, match="fast"):
         LocalTarget(model, slow)
+
+
+# -- speculation (local_target.speculation) -------------------------------------------------------
+
+# A document that repeats itself, so prompt look-up proposes; random weights refuse most proposals.
+REPEATS = '{"name": "Tom", "colour": "blue", "name2": "Tom", "colour2": "blue", "name3": "T'
+
+
+@pytest.mark.parametrize("sampling", [Sampling(), Sampling(1.0, seed=3), Sampling(0.7, 0.9, 5)])
+@pytest.mark.parametrize("name", TARGET_IDS)
+def test_speculation_chooses_the_same_tokens_and_keeps_the_kv_invariant(
+    target: Any, name: str, sampling: Sampling
+) -> None:
+    """Speculation changes the number of forward passes, never the tokens: greedy or seeded
+    sampling, the same draws in the same order. The session holds exactly the text afterwards."""
+    made = target(name)
+    runs = []
+    for speculate in (0, 6):
+        session = made.session(PROMPT + REPEATS)
+        policy = DecodingPolicy(speculate=speculate)
+        c = session.correct(REPEATS, JSON, max_tokens=24, sampling=sampling, policy=policy)
+        assert made.vocab.decode(session.ids[session.prompt_len :]) == (REPEATS + c.text).encode()
+        assert_same_logits(session)
+        draft = session.generate(REPEATS, max_tokens=16, sampling=sampling, speculate=speculate)
+        drafted = "".join(draft)
+        assert_same_logits(session)
+        runs.append((c.tokens, c.flags, drafted))
+    assert runs[0] == runs[1]

@@ -1,0 +1,109 @@
+"""Several tokens per forward pass: proposals fed ahead and verified against the model's choices.
+
+Each forward pass feeds the tokens already chosen but not yet in the KV cache (a chosen token and
+the forced run after it, DESIGN 8) and, after them, a proposal: the tokens that followed the last
+earlier occurrence of the text's final n-gram (prompt look-up: the prompt and the text so far
+repeat themselves, as JSON keys and SQL column names do). The pass returns the logits at every
+proposed position, so the choice at each is made exactly as without speculation: the decoding
+policy chooses from the logits after the tokens accepted so far (greedy, or one draw from the
+sampling generator). While the choices equal the proposal, its tokens are already in the cache
+and cost no pass; at the first difference the rest is cropped from the cache and the choice
+becomes the next pass's first token.
+
+Choosing first and comparing after is the standard speculative acceptance rule for a proposal that
+is one fixed token: it is kept with probability p(token). The chosen tokens, and the draws from a
+seeded generator, are the same as without speculation; only the number of passes changes.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Protocol
+
+import torch
+
+
+class Feed(Protocol):
+    """What speculation needs of the session it writes in."""
+
+    @property
+    def ids(self) -> list[int]:
+        """The token sequence in the KV cache."""
+        ...
+
+    @property
+    def logits(self) -> torch.Tensor:
+        """The next-token logits after the sequence, [1, 1, V]."""
+        ...
+
+    def feed(
+        self, new: list[int], *, cancel: threading.Event | None = None, rows: int = 1
+    ) -> torch.Tensor:
+        """Append `new` (one forward pass); the logits at its last `rows` positions, [rows, V]."""
+        ...
+
+    def drop(self, n: int, logits: torch.Tensor) -> None:
+        """Remove the last `n` tokens; `logits` are the next-token logits after the rest."""
+        ...
+
+
+def propose(ids: list[int], limit: int, *, longest: int = 3, shortest: int = 2) -> list[int]:
+    """Up to `limit` tokens that followed the last earlier occurrence of the final n-gram of `ids`
+    (the longest n from `longest` down to `shortest` that occurred before); [] when none did."""
+    if limit < 1:
+        return []
+    for n in range(min(longest, len(ids) - 1), shortest - 1, -1):
+        tail = ids[-n:]
+        for start in range(len(ids) - n - 1, -1, -1):
+            if ids[start : start + n] == tail:
+                return ids[start + n : start + n + limit]
+    return []
+
+
+class Cursor:
+    """Where the accepted tokens end, against what the session holds: tokens accepted but not yet
+    fed (`unfed`), or a proposal fed beyond them (`ahead`, with `rows[i]` the logits after its
+    first i tokens)."""
+
+    def __init__(self, seq: Feed, cancel: threading.Event | None = None) -> None:
+        self.seq = seq
+        self.cancel = cancel
+        self.unfed: list[int] = []
+        self.ahead: list[int] = []
+        self.rows: list[torch.Tensor] = [seq.logits[0, -1]]
+
+    def advance(self, tokens: list[int]) -> None:
+        """The tokens are accepted (chosen or forced), in order."""
+        for token in tokens:
+            if not self.unfed and self.ahead and self.ahead[0] == token:
+                self.ahead.pop(0)
+                self.rows.pop(0)
+                continue
+            self._drop_ahead()
+            self.rows = []
+            self.unfed.append(token)
+
+    def logits(self, propose_up_to: int) -> torch.Tensor:
+        """The next-token logits after the accepted tokens; a forward pass when they are not in
+        the cache yet, with up to `propose_up_to` proposed tokens after them."""
+        if self.unfed or not self.rows:
+            proposal = propose([*self.seq.ids, *self.unfed], propose_up_to)
+            fed = self.seq.feed(
+                [*self.unfed, *proposal], cancel=self.cancel, rows=len(proposal) + 1
+            )
+            self.unfed, self.ahead, self.rows = [], proposal, list(fed)
+        return self.rows[0]
+
+    def settle(self, *, feed: bool = True) -> None:
+        """Crop what is ahead of the accepted tokens and, with `feed`, feed the unfed ones: the
+        session then holds exactly the accepted tokens."""
+        self._drop_ahead()
+        if feed and self.unfed:
+            self.seq.feed(self.unfed, cancel=self.cancel)
+            self.unfed = []
+
+    def _drop_ahead(self) -> None:
+        if self.ahead:
+            self.seq.drop(len(self.ahead), self.rows[0])
+            self.ahead = []
+            self.rows = self.rows[:1]
