@@ -23,6 +23,7 @@ import llguidance
 from grammars import shipped
 from grammars.checks import GrammarLimits, check_lark, check_schema, check_size
 from grammars.errors import GrammarError, TextError
+from grammars.lark_source import translate
 from grammars.prefix import Checker, PrefixCheck, as_text, byte_tokenizer, check
 from grammars.schema import Validator, loosen
 
@@ -120,6 +121,10 @@ class Grammar:
     `limits.row_items` Earley items per text position beyond the grammar's own size.
     """
 
+    # Lark grammars: the file relative %imports are read from, and the rule a sentence derives.
+    path: Path | None = None
+    start: str = "start"
+
     def __init__(
         self,
         ll_grammar: str,
@@ -158,45 +163,88 @@ class Grammar:
 
     @classmethod
     def from_lark(
-        cls, text: str, *, name: str | None = None, limits: GrammarLimits | None = None
+        cls,
+        text: str,
+        *,
+        name: str | None = None,
+        limits: GrammarLimits | None = None,
+        start: str | None = None,
     ) -> Grammar:
-        """A grammar in llguidance's Lark dialect (see the README for how it differs from lark)."""
-        if not isinstance(text, str):
-            raise TypeError(f"Lark grammar text must be str, not {type(text).__name__}")
-        if not text.strip():
-            raise GrammarError("empty grammar")
-        limits = limits or GrammarLimits()
-        check_size("the grammar", len(text.encode("utf-8", "surrogatepass")), limits)
-        warnings = check_lark(text, limits)
-        return cls(
-            llguidance.LLMatcher.grammar_from_lark(text),
-            kind="lark",
-            source=text,
-            name=name,
-            limits=limits,
-            warnings=warnings,
-        )
+        """A grammar in Lark syntax (llguidance's dialect; see the README for how it differs from
+        lark's). `start` names the rule a sentence derives (default: `start`). Templates and
+        `%import common.X` / `unicode.X` are taken as lark takes them; a relative `%import` needs
+        the grammar's file (`from_file`)."""
+        return cls._from_lark_source(text, path=None, name=name, limits=limits, start=start)
 
     @classmethod
-    def from_file(cls, path: str | Path, *, limits: GrammarLimits | None = None) -> Grammar:
-        """A Lark grammar read from a file."""
+    def from_file(
+        cls, path: str | Path, *, limits: GrammarLimits | None = None, start: str | None = None
+    ) -> Grammar:
+        """A Lark grammar read from a file; its relative `%import`s (`%import .other.rule`) are
+        read from the file's folder, as lark reads them. Errors name the file, line and column."""
         path = Path(path)
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise GrammarError(f"cannot read grammar file {str(path)!r}: {exc.strerror}") from exc
-        return cls.from_lark(text, name=path.stem, limits=limits)
+        except UnicodeDecodeError as exc:
+            raise GrammarError(f"grammar file {str(path)!r} is not UTF-8: {exc.reason}") from exc
+        return cls._from_lark_source(text, path=path, name=path.stem, limits=limits, start=start)
 
     @classmethod
-    def load(cls, name: str, *, limits: GrammarLimits | None = None, **params: int) -> Grammar:
-        """A shipped grammar by name (`backtrack grammars` lists them); some take parameters."""
+    def _from_lark_source(
+        cls,
+        text: str,
+        *,
+        path: Path | None,
+        name: str | None,
+        limits: GrammarLimits | None,
+        start: str | None,
+    ) -> Grammar:
+        if not isinstance(text, str):
+            raise TypeError(f"Lark grammar text must be str, not {type(text).__name__}")
+        if start is not None and not isinstance(start, str):
+            raise TypeError(f"start must be a rule name (str), not {type(start).__name__}")
+        if not text.strip():
+            raise GrammarError("empty grammar")
+        limits = limits or GrammarLimits()
+        check_size("the grammar", len(text.encode("utf-8", "surrogatepass")), limits)
+        source = translate(text, path=path, start=start)
+        size = len(source.text.encode("utf-8", "surrogatepass"))
+        check_size("the grammar with what it imports", size, limits)
+        try:
+            warnings = tuple(map(source.readable, check_lark(source.text, limits)))
+            grammar = cls(
+                llguidance.LLMatcher.grammar_from_lark(source.text),
+                kind="lark",
+                source=text,
+                name=name,
+                limits=limits,
+                warnings=warnings,
+            )
+        except GrammarError as exc:  # about the translation: moved to where the user wrote it
+            raise source.error(exc) from None
+        grammar.path, grammar.start = path, source.start
+        return grammar
+
+    @classmethod
+    def load(
+        cls,
+        name: str,
+        *,
+        limits: GrammarLimits | None = None,
+        start: str | None = None,
+        **params: int,
+    ) -> Grammar:
+        """A shipped grammar by name (`backtrack grammars` lists them); some take parameters.
+        `start` names another rule to start from (`Grammar.load("json", start="value")`)."""
         try:
             text = shipped.source(name, **params)
         except KeyError:
             raise _suggest(name) from None
         except (TypeError, ValueError) as exc:
             raise GrammarError(f"grammar {name!r}: {exc}") from exc
-        return cls.from_lark(text, name=name, limits=limits)
+        return cls.from_lark(text, name=name, limits=limits, start=start)
 
     @classmethod
     def from_json_schema(
@@ -387,8 +435,13 @@ class Grammar:
             import lark
 
             try:
+                # lark reads the grammar as written: its own imports, templates and start rule
                 self._lark = lark.Lark(
-                    _LLGUIDANCE_ONLY.sub("", self.source), parser="earley", lexer="dynamic"
+                    _LLGUIDANCE_ONLY.sub("", self.source),
+                    parser="earley",
+                    lexer="dynamic",
+                    start=self.start,
+                    source_path=None if self.path is None else str(self.path),
                 )
             except lark.exceptions.LarkError as exc:
                 raise GrammarError(f"the lark library cannot read this grammar: {exc}") from exc
