@@ -111,8 +111,10 @@ class Method:
 
 METHODS = [
     Method("generate (unconstrained)", "main", "generate"),
+    Method("generate (prompt look-up, 10 tokens)", "main", "generate-lookup"),
     Method("backtrack guide (local drafter)", "main", "guide"),
     Method("backtrack target alone", "main", "target"),
+    Method("backtrack target alone, no speculation", "main", "target-plain"),
     Method("generate (unconstrained, tf 4.45)", "grammar-guide", "generate"),
     Method("grammar-guide 0.0.11", "grammar-guide", "grammar-guide"),
     Method("guidance 0.3.1", "guidance", "guidance"),
@@ -196,19 +198,29 @@ class InProcess:
                     max_new_tokens=job["max_tokens"],
                     do_sample=False,
                     pad_token_id=self.tokenizer.eos_token_id,
+                    **({"prompt_lookup_num_tokens": 10} if method == "generate-lookup" else {}),
                 )
             new = out[0, inputs["input_ids"].shape[1] :]
             text = self.tokenizer.decode(new, skip_special_tokens=True)
             return {"text": text, "setup_seconds": 0.0} | clock.times()
         grammar, setup = self.grammar(job["n"])
-        if method == "target":
+        if method.startswith("target"):
+            from local_target import DecodingPolicy
+
+            policy = DecodingPolicy(speculate=0) if method == "target-plain" else DecodingPolicy()
             with Clock() as clock:
                 c = self.target.correct(
-                    job["prompt"], "", grammar, until="complete", max_tokens=job["max_tokens"]
+                    job["prompt"],
+                    "",
+                    grammar,
+                    until="complete",
+                    max_tokens=job["max_tokens"],
+                    policy=policy,
                 )
             # stop "max_tokens" with a complete text: blanks after the object until the budget
             extra = {"forced": c.flags.count("forced"), "stop": c.stop_reason}
             extra["generated_tokens"] = len(c.tokens)
+            extra["forward_passes"] = c.forward_passes
             return {"text": c.text, "setup_seconds": setup, "extra": extra} | clock.times()
         from backtrack import guide
         from backtrack.local_drafter import LocalDrafter

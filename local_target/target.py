@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
+from local_target.decoding import DEFAULT_POLICY, DecodingPolicy
 from local_target.errors import TargetError
 from local_target.loading import converted_smollm2, load_pretrained, pick_device
 from local_target.sampling import Sampling
@@ -174,6 +175,7 @@ class LocalTarget:
         top_p: float = 1.0,
         seed: int | None = None,
         heal: bool = True,
+        policy: DecodingPolicy = DEFAULT_POLICY,
     ) -> Correction:
         """A grammar-valid continuation of `committed_text` (one-off; use `session()` to keep the
         cache across calls of one request)."""
@@ -189,4 +191,5 @@ class LocalTarget:
             until=until,
             sampling=Sampling(temperature, top_p, seed),
             heal=heal,
+            policy=policy,
         )
