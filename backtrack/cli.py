@@ -4,6 +4,7 @@
     backtrack demo                                      run, with SmolLM2 drafting (no API key)
     backtrack check GRAMMAR FILE                        where a text stops matching a grammar
     backtrack grammars                                  the shipped grammars
+    backtrack serve --upstream URL                      an OpenAI/Anthropic-compatible server
 
 stdout carries only the output; progress, summaries and errors go to stderr. Exit status: 0 when
 the output is valid (or the check passes), 1 when not, 2 on an error, which prints as one line
@@ -32,6 +33,7 @@ from backtrack.guide import guide
 from backtrack.options import GuideOptions
 from backtrack.progress import Progress
 from backtrack.result import GuideResult
+from backtrack.serve import ServeLimits
 from grammars import BacktrackError, Grammar, GrammarError, shipped
 from local_target import Sampling
 from providers.errors import ProviderError
@@ -195,6 +197,34 @@ def check(args: argparse.Namespace) -> int:
     return 1
 
 
+def serve(args: argparse.Namespace) -> int:
+    """Load the target once, then serve until interrupted (backtrack.serve)."""
+    from backtrack.serve import ServeConfig, run_server
+
+    key = None
+    if args.upstream_key_env is not None:
+        key = os.environ.get(args.upstream_key_env)
+        if not key:
+            raise CommandError(f"--upstream-key-env: {args.upstream_key_env} is not set")
+    if not args.upstream.startswith(("http://", "https://")):
+        raise CommandError(f"--upstream must be an http:// or https:// URL, not {args.upstream!r}")
+    limits = ServeLimits(
+        max_body_bytes=args.max_body_bytes,
+        max_grammar_bytes=args.max_grammar_bytes,
+        compile_seconds=args.compile_timeout,
+        timeout=args.timeout,
+    )
+    config = ServeConfig(args.upstream, args.upstream_kind, key, limits, _options(args))
+    progress = Progress(quiet=args.quiet)
+    target = load_target(args, progress)
+    if key is not None and args.host not in ("127.0.0.1", "localhost", "::1"):
+        progress.note(
+            f"serving on {args.host} with the server's key: anyone who reaches it spends it"
+        )
+    run_server(config, target, host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
 def list_grammars(_args: argparse.Namespace) -> int:
     width = max(len(n) for n in shipped.names())
     for name in shipped.names():
@@ -210,6 +240,8 @@ examples:
   backtrack run --prompt-file ask.txt --grammar schema.json --provider anthropic:claude-sonnet-4-5
   backtrack demo                       SmolLM2 drafts and corrects; no API key needed
   backtrack check json draft.txt       where draft.txt stops being JSON
+  backtrack serve --upstream https://api.openai.com
+                                       a server that guides requests carrying a grammar
   backtrack COMMAND --help             the options of one command
 
 exit status: 0 valid, 1 not valid, 2 error."""
@@ -291,13 +323,13 @@ def _temperature(text: str) -> float:
     return value
 
 
-def _add_run_options(p: argparse.ArgumentParser) -> None:
-    """The options `run` and `demo` share."""
-    p.add_argument(
-        "--prompt-file", metavar="FILE", help="read the prompt from FILE ('-' for stdin)"
-    )
+def _add_target_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", metavar="DIR", help="a local transformers model folder as target")
     p.add_argument("--device", help="where the target runs: cpu, cuda, cuda:1... (default: auto)")
+
+
+def _add_guide_options(p: argparse.ArgumentParser) -> None:
+    """The GuideOptions flags (`run`, `demo` and `serve`)."""
     defaults = GuideOptions()
     for name, (minimum, what) in OPTION_FLAGS.items():
         p.add_argument(
@@ -334,6 +366,15 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="seed of the target's sampling (default: none)",
     )
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    """The options `run` and `demo` share."""
+    p.add_argument(
+        "--prompt-file", metavar="FILE", help="read the prompt from FILE ('-' for stdin)"
+    )
+    _add_target_options(p)
+    _add_guide_options(p)
     p.add_argument("--html", metavar="FILE", help="write the trace as HTML to FILE")
     p.add_argument("--json", action="store_true", help="print the result as a JSON object")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
@@ -416,6 +457,86 @@ def _demo_parser(sub: Any) -> None:
     )
 
 
+SERVE_EPILOG = """\
+A request without a grammar goes upstream untouched. One with a grammar is guided: OpenAI
+response_format (json_schema, json_object), a `grammar` field (a shipped name or Lark text; SDKs
+send it through extra_body), or vLLM's guided_json, guided_regex, guided_grammar, guided_choice,
+structured_outputs. `backtrack: {"trace": "html"}` in the body adds the HTML trace to the reply.
+
+examples:
+  backtrack serve --upstream https://api.openai.com
+  backtrack serve --upstream https://api.anthropic.com --upstream-kind anthropic
+  backtrack serve --upstream http://localhost:9000 --upstream-key-env MY_KEY --port 8080"""
+
+
+def _serve_parser(sub: Any) -> None:
+    s = sub.add_parser(
+        "serve",
+        help="an OpenAI/Anthropic-compatible HTTP server that guides requests with a grammar",
+        description=_para(
+            "Serve POST /v1/chat/completions and /v1/completions (upstream kind openai) or "
+            "/v1/messages (anthropic), GET /v1/models and /health. The target model is loaded "
+            "once and shared by every request. The client's key (Authorization or x-api-key) "
+            "goes upstream, or the server's own from --upstream-key-env; keys are never logged."
+        ),
+        epilog=SERVE_EPILOG,
+        formatter_class=FORMATTER,
+    )
+    s.add_argument("--upstream", required=True, metavar="URL", help="the API's root URL")
+    s.add_argument(
+        "--upstream-kind",
+        choices=("openai", "anthropic"),
+        default="openai",
+        help="the protocol the upstream speaks (default: %(default)s)",
+    )
+    s.add_argument(
+        "--upstream-key-env",
+        metavar="NAME",
+        help="send the key in this environment variable upstream, not the clients' own",
+    )
+    s.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
+    s.add_argument("--port", type=_at_least(0), default=8000, help="(default: %(default)s)")
+    _add_target_options(s)
+    defaults = ServeLimits()
+    s.add_argument(
+        "--max-body-bytes",
+        type=_at_least(1),
+        default=defaults.max_body_bytes,
+        metavar="N",
+        help="larger request bodies get 413 (default: %(default)s)",
+    )
+    s.add_argument(
+        "--max-grammar-bytes",
+        type=_at_least(1),
+        default=defaults.max_grammar_bytes,
+        metavar="N",
+        help="larger grammars get 400 (default: %(default)s)",
+    )
+    s.add_argument(
+        "--compile-timeout",
+        type=_seconds,
+        default=defaults.compile_seconds,
+        metavar="SECONDS",
+        help="a grammar that takes longer to compile gets 400 (default: %(default)s)",
+    )
+    s.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=defaults.timeout,
+        metavar="SECONDS",
+        help="a guided request that takes longer gets 504 (default: %(default)s)",
+    )
+    _add_guide_options(s)
+    s.add_argument(
+        "--log-level",
+        choices=("critical", "error", "warning", "info", "debug"),
+        default="info",
+        help="uvicorn's log level (default: %(default)s)",
+    )
+    s.add_argument("-q", "--quiet", action="store_true", help="no progress while loading")
+    s.set_defaults(run=serve)
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
         prog="backtrack",
@@ -445,6 +566,7 @@ def parser() -> argparse.ArgumentParser:
     c.set_defaults(run=check)
     g = sub.add_parser("grammars", help="list the shipped grammars")
     g.set_defaults(run=list_grammars)
+    _serve_parser(sub)
     return top
 
 

@@ -4,14 +4,19 @@ A Run's steps are a generator: `start()` gives the first effect; after performin
 hands its outcome to `send()` (or what it raised to `throw()`) and gets the next effect, until it
 gets the GuideResult. The effects:
 
-    Draft(request)  open the drafter's stream, feed each chunk to `run.loop.on_chunk()` (False:
-                    stop reading), close it; send the stream back, or throw in what it raised
+    Draft(request)  open the drafter's stream, feed each chunk to `run.feed()` (False: stop
+                    reading), close it; send the stream back, or throw in what it raised
     Wait(seconds)   sleep, then send None (a retry's backoff)
     Correct(call)   run the local target's correction; send the Correction back, or throw in
                     the TargetError
 
 and returns the GuideResult. Retries, the partial result on every error, and the end of the run
 are decided here once; backtrack.guide holds the two short shells that perform the effects.
+
+`on_text`, when given, is called with each piece of the output as it becomes final (the loop's
+`final_chars()`): after a chunk, a correction or a round's end, and the rest with the result. The
+pieces concatenated are the result's text; a run that fails has passed on a prefix of its partial
+text.
 """
 
 from __future__ import annotations
@@ -87,8 +92,11 @@ class Run:
         prompt: Prompt,
         target: LocalTarget | None,
         options: GuideOptions,
+        on_text: Callable[[str], None] | None = None,
     ) -> None:
         self.options = options
+        self.on_text = on_text
+        self._passed = 0  # characters of the output given to on_text so far
         self.loop = GuideLoop(Grammar.coerce(grammar), prompt, options)
         self.drafter: Drafter | AsyncDrafter = as_drafter(drafter)
         self.prompt = prompt
@@ -126,6 +134,19 @@ class Run:
             cancel=cancel,
         )
 
+    def feed(self, chunk: str, stripped: str) -> bool:
+        """A chunk of the current draft for the loop (`loop.on_chunk`); False: stop reading."""
+        more = self.loop.on_chunk(chunk, stripped=stripped)
+        self._pass_on(self.loop.final_chars())
+        return more
+
+    def _pass_on(self, final: int, text: str | None = None) -> None:
+        """Give on_text the output's characters up to `final` it has not had."""
+        if self.on_text is not None and final > self._passed:
+            piece = (self.loop.text if text is None else text)[self._passed : final]
+            self._passed = final
+            self.on_text(piece)
+
     def start(self) -> Effect | GuideResult:
         """The first effect to perform (or the result already)."""
         self._effects = self._steps()
@@ -149,6 +170,7 @@ class Run:
             return step(self._effects)
         except StopIteration as done:
             result: GuideResult = done.value
+            self._pass_on(len(result.text), result.text)
             return result
 
     def _steps(self) -> Generator[Effect, Outcome, GuideResult]:
@@ -169,6 +191,7 @@ class Run:
             if not isinstance(correction, Correction):
                 raise TypeError(f"a Correct effect needs a Correction back, got {correction!r}")
             loop.apply_correction(correction)
+            self._pass_on(loop.final_chars())
         return loop.result()
 
     def _draft_round(self) -> Generator[Effect, Outcome, None]:
@@ -206,6 +229,7 @@ class Run:
             retries=attempt - 1,
             stripped=stream.stripped,
         )
+        self._pass_on(loop.final_chars())
 
     def _failed(self, exc: Exception, retries: int) -> Exception:
         """Record a draft round that failed for good; the error to raise, carrying the partial

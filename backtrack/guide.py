@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from backtrack.driver import Correct, Effect, Outcome, Run, Wait
-from backtrack.loop import GuideLoop
 from backtrack.options import GuideOptions, resolve
 from backtrack.result import GuideResult
 from grammars import GrammarLike
@@ -31,7 +30,7 @@ str` (or `(text) -> str`, sync or async, returning a str or yielding chunks)."""
 # checking costs microseconds a character, and a drafter may hand over megabytes at once.
 CHECK_SLICE = 1024
 
-_KEYWORDS = ("prompt", "target", "options")
+_KEYWORDS = ("prompt", "target", "options", "on_text")
 
 
 def _run(
@@ -41,10 +40,11 @@ def _run(
     prompt: Prompt,
     target: LocalTarget | None,
     options: GuideOptions | None,
+    on_text: Callable[[str], None] | None,
     changes: dict[str, Any],
 ) -> Run:
     resolved = resolve(caller, options, changes, also=_KEYWORDS)
-    return Run(generate_fn, grammar, check_prompt(prompt), target, resolved)
+    return Run(generate_fn, grammar, check_prompt(prompt), target, resolved, on_text)
 
 
 def guide(
@@ -54,6 +54,7 @@ def guide(
     prompt: Prompt = "",
     target: LocalTarget | None = None,
     options: GuideOptions | None = None,
+    on_text: Callable[[str], None] | None = None,
     **option_changes: Any,
 ) -> GuideResult:
     """Let `generate_fn` write, keep its output inside `grammar`, correct it locally.
@@ -61,9 +62,11 @@ def guide(
     `grammar`: a Grammar, a shipped name, Lark text, a JSON schema or a guidance grammar.
     `target`: the local model (default: SmolLM2-135M). `options` (a GuideOptions) sets every
     budget and policy; keyword arguments change single ones (`max_corrections=4`), and an unknown
-    name is a TypeError that names the valid ones.
+    name is a TypeError that names the valid ones. `on_text(piece)` is called with the output as
+    it becomes final, piece by piece: the pieces concatenated are the result's text (for
+    streaming it on; a run that fails has passed on a prefix of its partial text).
     """
-    run = _run("guide", generate_fn, grammar, prompt, target, options, option_changes)
+    run = _run("guide", generate_fn, grammar, prompt, target, options, on_text, option_changes)
     run.prepare()
     step = run.start()
     while not isinstance(step, GuideResult):
@@ -88,7 +91,7 @@ def _perform(run: Run, effect: Effect) -> Outcome:
     stream = drafter.draft(effect.request)
     try:
         for chunk in stream:
-            if not run.loop.on_chunk(chunk, stripped=stream.stripped):
+            if not run.feed(chunk, stream.stripped):
                 break
     finally:
         stream.close()
@@ -102,10 +105,12 @@ async def aguide(
     prompt: Prompt = "",
     target: LocalTarget | None = None,
     options: GuideOptions | None = None,
+    on_text: Callable[[str], None] | None = None,
     **option_changes: Any,
 ) -> GuideResult:
-    """The async twin of guide(): drafts stream with `await`; the local model runs in a thread."""
-    run = _run("aguide", generate_fn, grammar, prompt, target, options, option_changes)
+    """The async twin of guide(): drafts stream with `await`; the local model runs in a thread.
+    `on_text` is called on the event loop's thread."""
+    run = _run("aguide", generate_fn, grammar, prompt, target, options, on_text, option_changes)
     await asyncio.to_thread(run.prepare)
     step = run.start()
     while not isinstance(step, GuideResult):
@@ -137,21 +142,21 @@ async def _aperform(run: Run, effect: Effect) -> Outcome:
     stream = await drafter.adraft(effect.request)
     try:
         async for chunk in stream:
-            if not await _afeed(run.loop, chunk, stream.stripped):
+            if not await _afeed(run, chunk, stream.stripped):
                 break
     finally:
         await stream.aclose()
     return stream
 
 
-async def _afeed(loop: GuideLoop, chunk: str, stripped: str) -> bool:
-    """`loop.on_chunk(chunk)`, a long chunk in slices with a turn for other tasks after each. Every
+async def _afeed(run: Run, chunk: str, stripped: str) -> bool:
+    """`run.feed(chunk)`, a long chunk in slices with a turn for other tasks after each. Every
     slice goes in even after one says stop, as the whole chunk would: the loop keeps the rest of
     the chunk as rejected text."""
     if len(chunk) <= CHECK_SLICE:
-        return loop.on_chunk(chunk, stripped=stripped)
+        return run.feed(chunk, stripped)
     more = True
     for i in range(0, len(chunk), CHECK_SLICE):
-        more = loop.on_chunk(chunk[i : i + CHECK_SLICE], stripped=stripped) and more
+        more = run.feed(chunk[i : i + CHECK_SLICE], stripped) and more
         await asyncio.sleep(0)
     return more

@@ -11,6 +11,8 @@ The driver asks `step()` what to do next, and reports back:
   "done"     -> `result()`.
 
 Invariant: `checker.text` is the committed output, and it is always a valid prefix of the grammar.
+Its first `final_chars()` characters never change again: every later text, the result's included,
+starts with them (what a streaming consumer may pass on at once).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from providers.base import AsyncDraftStream, DraftRequest, DraftStream, Prompt
 from providers.errors import ProviderError, redact
 
 if TYPE_CHECKING:
+    from grammars import Checker
     from grammars.grammar import Grammar
     from local_target import Correction
     from local_target.decoding import Until
@@ -123,6 +126,8 @@ class GuideLoop:
         self._repairs = 0  # edits made so far in the run
         self._final = 0  # committed characters no repair may take back (before the last edit)
         self._inserted_keys: set[str] = set()  # required keys a JSON schema run inserted
+        self._final_seen = 0  # the largest final_chars() given so far
+        self._order: Checker | None = None  # a JSON schema's own order, over the committed text
 
     @property
     def text(self) -> str:
@@ -149,6 +154,36 @@ class GuideLoop:
         """Every span so far, in order."""
         self._close_span()
         return tuple(self._spans)
+
+    def final_chars(self) -> int:
+        """How many characters of `text` are final: no later step changes them (never fewer than
+        an earlier call said). A repair takes back at most `REPAIR_LIMITS.max_back` characters
+        and none before the last repair (`_final`); a complete text's trailing blanks may go with
+        dropped trailing text, so a final part never ends in a blank run it could be part of.
+        Under a JSON schema read in any key order, text the schema's own order refuses may be
+        taken back when the text is complete (`_settle_schema`): only text in that order is
+        final before the run ends."""
+        text = self.text
+        final = max(self._final, len(text) - REPAIR_LIMITS.max_back)
+        while final > self._final and text[final - 1].isspace():
+            final -= 1
+        if self.grammar.strict is not None:
+            final = min(final, self._in_schema_order(text))
+        self._final_seen = max(self._final_seen, final)
+        return self._final_seen
+
+    def _in_schema_order(self, text: str) -> int:
+        """How much of `text` the JSON schema's own order takes. Its checker rolls back no further
+        than the last final point (nothing before it changes), so a call costs the new text."""
+        strict = self.grammar.strict
+        if strict is None:
+            return len(text)
+        if self._order is None:
+            self._order = strict.checker()
+        order = self._order
+        order.rollback(min(order.chars, self._final_seen))
+        order.feed(text[order.chars :])
+        return order.chars
 
     def step(self) -> Step:
         if self.stop_reason in _COMPLETE and not self._meets_schema():

@@ -174,7 +174,7 @@ def _openai_create(client: Any, original: Any, defaults: _Defaults) -> Callable[
         drafter = OpenAIChatDrafter(client, model, **kwargs)
         return _Call(drafter, grammar, messages, target, options)
 
-    return _guided_create(client, original, setup, _chat_completion)
+    return _guided_create(client, original, setup, chat_completion)
 
 
 def _anthropic_create(client: Any, original: Any, defaults: _Defaults) -> Callable[..., Any]:
@@ -187,7 +187,7 @@ def _anthropic_create(client: Any, original: Any, defaults: _Defaults) -> Callab
         drafter = AnthropicDrafter(client, model, **kwargs)
         return _Call(drafter, grammar, messages, target, options)
 
-    return _guided_create(client, original, setup, _message)
+    return _guided_create(client, original, setup, anthropic_message)
 
 
 @functools.cache
@@ -210,7 +210,8 @@ def _guided_message() -> Any:
     return GuidedMessage
 
 
-def _chat_completion(model: str, result: GuideResult) -> Any:
+def chat_completion(model: str, result: GuideResult) -> Any:
+    """`result` as the SDK's ChatCompletion (a subclass carrying `guide_result`)."""
     from openai.types.chat import ChatCompletionMessage
     from openai.types.chat.chat_completion import Choice
     from openai.types.completion_usage import CompletionUsage
@@ -237,7 +238,8 @@ def _chat_completion(model: str, result: GuideResult) -> Any:
     )
 
 
-def _message(model: str, result: GuideResult) -> Any:
+def anthropic_message(model: str, result: GuideResult) -> Any:
+    """`result` as the SDK's Message (a subclass carrying `guide_result`)."""
     from anthropic.types import TextBlock
     from anthropic.types import Usage as AnthropicUsage
 

@@ -5,9 +5,10 @@
 
 Modules, in order: bench_check (draft checking), bench_speed (constrained decoding against the
 peers), bench_repair (repairing black-box drafts), bench_target (per-token cost of the
-constraint). Each has `run(quick: bool) -> str`, which prints its tables as it goes and returns a
-Markdown section; each also runs alone (`python -m benchmarks.NAME`). A module that cannot be
-imported or fails is reported as such, and the others still run.
+constraint), bench_serve (the HTTP server under concurrent clients). Each has
+`run(quick: bool) -> str`, which prints its tables as it goes and returns a Markdown section;
+each also runs alone (`python -m benchmarks.NAME`). A module that cannot be imported or fails is
+reported as such, and the others still run.
 
 The full run writes BENCHMARKS.md at the repository root: the machine (CPU, cores, memory, load
 averages at start and end), the date, the versions of Python, torch, transformers, llguidance and
@@ -32,7 +33,7 @@ import traceback
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-MODULES = ("bench_check", "bench_speed", "bench_repair", "bench_target")
+MODULES = ("bench_check", "bench_speed", "bench_repair", "bench_target", "bench_serve")
 ROOT = Path(__file__).resolve().parents[1]
 VENVS = ROOT / ".bench" / "venvs"
 SECTIONS = ROOT / ".bench" / "sections"

@@ -436,6 +436,7 @@ class _Handler(Handler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # many clients at once (benchmarks/bench_serve.py): not 5
     owner: MockServer
 
 

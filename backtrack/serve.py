@@ -1,0 +1,334 @@
+"""`backtrack serve`: an OpenAI- and Anthropic-compatible HTTP server in front of an upstream API.
+
+    POST /v1/chat/completions, /v1/completions   (upstream kind openai)
+    POST /v1/messages                            (upstream kind anthropic)
+    GET  /v1/models                              passed through
+    GET  /health
+
+A request without a grammar goes upstream untouched, streamed or not. One with a grammar
+(backtrack.serve_fields) is guided: the upstream drafts through the provider SDK, the local
+target corrects, and the reply comes in the protocol's own shape with a `backtrack` summary;
+`stream: true` sends the text as it becomes final (guide's `on_text`), the summary on the last
+event. Guided runs are `aguide()` on the server's event loop: upstream calls are awaited, the
+target's forward passes run in worker threads and take the target's lock one at a time, so one
+loaded target serves every request. A client that hangs up mid-stream, or a request past its
+time limit, cancels its run (the upstream stream is closed, a correction stops before its next
+forward pass).
+
+Limits (ServeLimits) answer in the protocol's error shape: a body past `max_body_bytes` 413, a
+grammar past `max_grammar_bytes` or `compile_seconds` 400, a run past `timeout` 504.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import math
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from backtrack.guide import aguide
+from backtrack.options import GuideOptions, resolve
+from backtrack.result import GuideResult
+from backtrack.serve_errors import RequestError, ServeError, to_serve_error
+from backtrack.serve_fields import Asked, GrammarSpec, take_fields
+from backtrack.serve_protocol import (
+    PROTOCOLS,
+    ChatCompletions,
+    Guided,
+    Messages,
+    Protocol,
+    UpstreamKind,
+    summary,
+)
+from backtrack.serve_upstream import Upstream
+from grammars import Grammar, GrammarLimits
+
+if TYPE_CHECKING:
+    from local_target import LocalTarget
+
+logger = logging.getLogger(__name__)
+
+# Compiled grammars kept for requests that send the same one again.
+_GRAMMAR_CACHE = 64
+
+
+@dataclass(frozen=True)
+class ServeLimits:
+    """What one request may cost: its body in bytes, its grammar in bytes and compile seconds,
+    and the seconds its whole run may take."""
+
+    max_body_bytes: int = 1 << 20
+    max_grammar_bytes: int = 64 << 10
+    compile_seconds: float = 10.0
+    timeout: float = 300.0
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """The server's upstream (its root URL and protocol), the server-side key (None: each
+    request's own is forwarded), the limits and the GuideOptions every guided run starts from."""
+
+    upstream: str
+    upstream_kind: UpstreamKind = "openai"
+    upstream_key: str | None = field(default=None, repr=False)
+    limits: ServeLimits = field(default_factory=ServeLimits)
+    options: GuideOptions = field(default_factory=GuideOptions)
+
+
+def create_app(config: ServeConfig, target: LocalTarget | None = None) -> Starlette:
+    """The ASGI app. `target`: the local model every guided run shares (None: SmolLM2, loaded at
+    the first correction)."""
+    server = _Server(config, target)
+    routes = [
+        Route("/health", server.health, methods=["GET"]),
+        Route("/v1/models", server.models, methods=["GET"]),
+        *(Route(p.path, server.endpoint(p), methods=["POST"]) for p in PROTOCOLS),
+    ]
+    return Starlette(routes=routes, lifespan=server.lifespan)
+
+
+def run_server(
+    config: ServeConfig, target: LocalTarget | None, *, host: str, port: int, log_level: str
+) -> None:
+    """Serve until interrupted (uvicorn)."""
+    import uvicorn
+
+    uvicorn.run(create_app(config, target), host=host, port=port, log_level=log_level)
+
+
+class _Server:
+    def __init__(self, config: ServeConfig, target: LocalTarget | None) -> None:
+        self.config = config
+        self.target = target
+        self._upstream: Upstream | None = None
+        self._grammars: OrderedDict[GrammarSpec, Grammar] = OrderedDict()
+        self._shape: Protocol = (
+            Messages() if config.upstream_kind == "anthropic" else ChatCompletions()
+        )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
+        self._upstream = Upstream(
+            self.config.upstream,
+            self.config.upstream_kind,
+            key=self.config.upstream_key,
+            timeout=self.config.limits.timeout,
+        )
+        try:
+            yield
+        finally:
+            await self._upstream.aclose()
+
+    @property
+    def upstream(self) -> Upstream:
+        if self._upstream is None:
+            raise RuntimeError("the server has not started (its lifespan did not run)")
+        return self._upstream
+
+    # -- routes ---------------------------------------------------------------------------------
+
+    async def health(self, _request: Request) -> Response:
+        return JSONResponse({"status": "ok", "upstream_kind": self.config.upstream_kind})
+
+    async def models(self, request: Request) -> Response:
+        try:
+            return await self.upstream.forward(
+                "GET", "/v1/models", request.headers, b"", request.url.query
+            )
+        except ServeError as exc:
+            return _error(self._shape, exc)
+
+    def endpoint(self, protocol: Protocol) -> Any:
+        async def handle(request: Request) -> Response:
+            try:
+                return await self._post(request, protocol)
+            except ServeError as exc:
+                return _error(protocol, exc)
+            except Exception:
+                logger.exception("%s: unexpected failure", protocol.path)
+                return _error(protocol, ServeError(500, "internal error", code="internal_error"))
+
+        return handle
+
+    async def _post(self, request: Request, protocol: Protocol) -> Response:
+        if protocol.upstream != self.config.upstream_kind:
+            paths = [p.path for p in PROTOCOLS if p.upstream == self.config.upstream_kind]
+            raise ServeError(
+                404,
+                f"this server forwards to an {self.config.upstream_kind} API: "
+                f"POST {' or '.join(paths)}",
+                code="not_found",
+            )
+        raw = await self._body(request)
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            raise RequestError("the body is not JSON") from None
+        if not isinstance(body, dict):
+            raise RequestError("the body must be a JSON object")
+        asked = take_fields(body)
+        if asked.grammar is None:
+            if "backtrack" in body:
+                raw = json.dumps(asked.body).encode()
+            return await self.upstream.forward("POST", protocol.path, request.headers, raw)
+        return await self._guided(request, protocol, asked, asked.grammar)
+
+    async def _body(self, request: Request) -> bytes:
+        limit = self.config.limits.max_body_bytes
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise _too_large(int(declared), limit)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(size, limit)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    # -- guided requests ------------------------------------------------------------------------
+
+    async def _guided(
+        self, request: Request, protocol: Protocol, asked: Asked, spec: GrammarSpec
+    ) -> Response:
+        guided = protocol.read(asked.body)
+        changes = dict(asked.options)
+        if guided.max_tokens is not None:
+            changes["max_draft_tokens"] = guided.max_tokens
+        try:
+            options = resolve("backtrack", self.config.options, changes)
+        except (TypeError, ValueError) as exc:
+            raise to_serve_error(exc) from exc
+        grammar = await self._grammar(spec)
+        drafter = protocol.drafter(self.upstream.client(request.headers), guided)
+        logger.info("%s: guided (%s from %s)", protocol.path, grammar.kind, spec.field)
+
+        async def run(on_text: Any = None) -> GuideResult:
+            with anyio.fail_after(self.config.limits.timeout):
+                return await aguide(
+                    drafter,
+                    grammar,
+                    prompt=guided.prompt,
+                    target=self.target,
+                    options=options,
+                    on_text=on_text,
+                )
+
+        if asked.body.get("stream") is True:
+            return await self._stream(protocol, guided, asked, run)
+        try:
+            result = await run()
+        except Exception as exc:
+            raise to_serve_error(exc) from exc
+        extra = summary(result, html=asked.trace_html)
+        return JSONResponse(protocol.reply(guided, result, extra))
+
+    async def _stream(self, protocol: Protocol, guided: Guided, asked: Asked, run: Any) -> Response:
+        """The run's text as events, each piece as soon as it is final. Nothing is sent before
+        the first piece: a run that fails before it answers with its error status instead."""
+        pieces: asyncio.Queue[str | None] = asyncio.Queue()
+
+        async def work() -> GuideResult:
+            try:
+                result: GuideResult = await run(pieces.put_nowait)
+                return result
+            finally:
+                pieces.put_nowait(None)
+
+        task = asyncio.create_task(work())
+        task.add_done_callback(_retrieve)
+        try:
+            first = await pieces.get()
+        except BaseException:
+            task.cancel()
+            raise
+        if first is None and task.exception() is not None:
+            raise to_serve_error(_exception(task))
+        stream = protocol.stream(guided)
+
+        async def events() -> AsyncIterator[bytes]:
+            try:
+                yield stream.start()
+                piece = first
+                while piece is not None:
+                    yield stream.text(piece)
+                    piece = await pieces.get()
+                try:
+                    result = await task
+                except Exception as exc:
+                    yield protocol.error_event(to_serve_error(exc))
+                    return
+                yield stream.end(result, summary(result, html=asked.trace_html))
+            finally:
+                task.cancel()  # the client hung up: stop the run
+
+        return StreamingResponse(
+            events(), media_type="text/event-stream", headers={"cache-control": "no-cache"}
+        )
+
+    async def _grammar(self, spec: GrammarSpec) -> Grammar:
+        """The compiled grammar, from the cache or compiled in a worker thread within the
+        limits."""
+        cached = self._grammars.get(spec)
+        if cached is not None:
+            self._grammars.move_to_end(spec)
+            return cached
+        limits = self.config.limits
+        grammar_limits = GrammarLimits(max_source_bytes=limits.max_grammar_bytes)
+        try:
+            with anyio.fail_after(limits.compile_seconds):
+                grammar = await anyio.to_thread.run_sync(
+                    spec.compile, grammar_limits, abandon_on_cancel=True
+                )
+        except TimeoutError:
+            raise ServeError(
+                400,
+                f"the grammar in `{spec.field}` took longer than {limits.compile_seconds:g} s "
+                "to compile",
+                code="grammar_too_costly",
+                param=spec.field,
+            ) from None
+        except Exception as exc:
+            raise to_serve_error(exc) from exc
+        self._grammars[spec] = grammar
+        if len(self._grammars) > _GRAMMAR_CACHE:
+            self._grammars.popitem(last=False)
+        return grammar
+
+
+def _too_large(size: int, limit: int) -> ServeError:
+    return ServeError(
+        413, f"the body is {size:,} bytes; this server takes at most {limit:,}", code="too_large"
+    )
+
+
+def _error(protocol: Protocol, error: ServeError) -> Response:
+    headers = {}
+    if error.retry_after is not None:
+        headers["retry-after"] = str(math.ceil(error.retry_after))
+    return JSONResponse(protocol.error_body(error), status_code=error.status, headers=headers)
+
+
+def _exception(task: asyncio.Task[GuideResult]) -> Exception:
+    exc = task.exception()
+    if not isinstance(exc, Exception):
+        raise RuntimeError("the run did not fail")
+    return exc
+
+
+def _retrieve(task: asyncio.Task[GuideResult]) -> None:
+    """Mark a run's failure as seen when nobody awaits it (its client hung up)."""
+    if not task.cancelled():
+        task.exception()
