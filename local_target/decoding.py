@@ -33,6 +33,7 @@ import llguidance
 import torch
 
 from local_target.errors import TargetError
+from local_target.head import Next
 from local_target.sampling import Sampling, choose
 from local_target.speculation import Cursor, Feed
 from local_target.vocab import Vocabulary
@@ -71,12 +72,19 @@ class DecodingPolicy:
     speculate: int = 8
     """The most proposed tokens verified in one forward pass (local_target.speculation); 0 turns
     speculation off. It changes the number of passes, never the tokens chosen."""
+    selective_vocab: int = 100_000
+    """Vocabularies at least this large compute the grammar's mask before the logits, and then
+    only the allowed tokens' logits where they are at most `selective_share` of the vocabulary
+    (local_target.head): the output layer is then a large share of a forward pass."""
+    selective_share: float = 0.25
 
     def __post_init__(self) -> None:
         if self.closing_share < 1:
             raise ValueError(f"closing_share must be >= 1, got {self.closing_share}")
         if self.speculate < 0:
             raise ValueError(f"speculate must be >= 0, got {self.speculate}")
+        if not 0 <= self.selective_share <= 1:
+            raise ValueError(f"selective_share must be in [0, 1], got {self.selective_share}")
         if not 0 <= self.closing_min <= self.closing_max:
             raise ValueError(
                 "closing_min and closing_max must satisfy 0 <= closing_min <= closing_max,"
@@ -183,10 +191,8 @@ class Correcting:
             closing = self._closing()
             # Proposals once healing is done, and not past the budget (nor the context it fits).
             room = self._limit - len(self.tokens) - 1
-            logits = cursor.logits(0 if self.pending else min(self.policy.speculate, room))
-            if closing:  # the budget is nearly spent: prefer closing over rambling on
-                logits = logits.float().cpu() + self.policy.closing_bonus * self.vocab.closers
-            token, masked = self._choose(logits)
+            after = cursor.next(0 if self.pending else min(self.policy.speculate, room))
+            token, masked = self._choose(after, closing)
             # At a complete point, a choice the grammar refuses means the model is past the end
             # (a closing fence, a remark): end here rather than pad with what the mask leaves.
             if token == self.vocab.eos or (masked and not self.pending and matcher.is_accepting()):
@@ -202,8 +208,23 @@ class Correcting:
         left = self.max_tokens - len(self.tokens)
         return self.until == "complete" and left <= self.policy.closing_window(self.max_tokens)
 
-    def _choose(self, logits: torch.Tensor) -> tuple[int, bool]:
+    def _choose(self, after: Next, closing: bool) -> tuple[int, bool]:
+        """(token, masked): the model's own choice where the grammar allows it; else, or where
+        only the allowed rows' logits are computed (`_selective`), a choice under the mask."""
         vocab, matcher, pending = self.vocab, self.matcher, self.pending
+        start = time.perf_counter()
+        if self._selective(after):
+            allowed = full_mask(vocab, matcher, pending).nonzero().flatten()
+            self.mask_seconds += time.perf_counter() - start
+            if len(allowed) <= self.policy.selective_share * vocab.n_logits:
+                logits = self._biased(after.logits_for(allowed), closing, allowed)
+                index, _ = choose(logits, _any, partial(_everything, len(allowed)), *self._draw)
+                return int(allowed[index]), True
+            mask = torch.zeros(vocab.n_logits, dtype=torch.bool)
+            mask[allowed] = True
+            logits = self._biased(after.logits(), closing)
+            return choose(logits, lambda t: bool(mask[t]), lambda: mask, *self._draw)
+        logits = self._biased(after.logits(), closing)
         start = time.perf_counter()
         chosen = choose(
             logits,
@@ -212,11 +233,34 @@ class Correcting:
                 and matcher.validate_tokens([t]) == 1
             ),
             lambda: full_mask(vocab, matcher, pending),
-            self.sampling,
-            self._generator,
+            *self._draw,
         )
         self.mask_seconds += time.perf_counter() - start
         return chosen
+
+    @property
+    def _draw(self) -> tuple[Sampling, torch.Generator | None]:
+        return self.sampling, self._generator
+
+    def _biased(
+        self, logits: torch.Tensor, closing: bool, rows: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """In the closing window, closing tokens get a bonus: the text ends rather than rambles
+        on. `rows`: the tokens `logits` are for (all when None)."""
+        if not closing:
+            return logits
+        closers = self.vocab.closers if rows is None else self.vocab.closers[rows]
+        return logits.float().cpu() + self.policy.closing_bonus * closers
+
+    def _selective(self, after: Next) -> bool:
+        """Compute the mask first and then only the allowed rows' logits: for a large vocabulary,
+        before the logits exist, and where no stop rule needs to know whether the grammar
+        refuses the model's own choice (at a complete point it means the text has ended)."""
+        return (
+            after.split
+            and self.vocab.n_logits >= self.policy.selective_vocab
+            and bool(self.pending or not self.matcher.is_accepting())
+        )
 
     def _accept(self, token: int, flag: TokenFlag) -> None:
         piece = self.vocab.token_bytes[token]
@@ -249,13 +293,13 @@ def unconstrained(
     special token (EOS, end of turn) or after `max_tokens` tokens. Up to `speculate` proposed
     tokens are verified in each forward pass (local_target.speculation)."""
     generator = sampling.generator()
-    everything = partial(torch.ones, vocab.n_logits, dtype=torch.bool)  # top_p < 1 asks for it
+    everything = partial(_everything, vocab.n_logits)  # sampling with top_p < 1 asks for it
     cursor = Cursor(seq)
     pending = bytearray()
     try:
         for written in range(max_tokens):
-            logits = cursor.logits(min(speculate, max_tokens - written - 1))
-            token, _masked = choose(logits, _any, everything, sampling, generator)
+            after = cursor.next(min(speculate, max_tokens - written - 1))
+            token, _masked = choose(after.logits(), _any, everything, sampling, generator)
             if token in vocab.special or token == vocab.eos:
                 return
             cursor.advance([token])
@@ -310,3 +354,7 @@ def _runs(flags: list[TokenFlag], pieces: list[bytes]) -> tuple[tuple[TokenFlag,
 
 def _any(_token: int) -> bool:
     return True
+
+
+def _everything(n: int) -> torch.Tensor:
+    return torch.ones(n, dtype=torch.bool)

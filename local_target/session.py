@@ -1,13 +1,13 @@
 """One request's state on the target model: a token sequence, its KV cache, its grammar matcher.
 
 Invariants (tested): the KV cache holds exactly `self.ids`, and `self.logits` are the next-token
-logits after them, equal (within float tolerance) to a fresh forward pass over `self.ids`,
-whatever series of moves led there. The matcher has consumed exactly the text tokens it records.
-Moving to new text crops both back to the longest common prefix of old and new token ids and feeds
-the rest in one forward pass.
+logits after them (computed from `self.next` when asked), equal (within float tolerance) to a
+fresh forward pass over `self.ids`, whatever series of moves led there. The matcher has consumed
+exactly the text tokens it records. Moving to new text crops both back to the longest common
+prefix of old and new token ids and feeds the rest in one forward pass.
 
 The invariants hold under any exception, at any point (KeyboardInterrupt, MemoryError, a
-cancelled correction): the sequence (ids, cache, logits) is one attribute and the matcher (with
+cancelled correction): the sequence (ids, cache, next) is one attribute and the matcher (with
 the tokens it consumed) another. Each is taken out of the session while it is changed in place and
 put back whole once it is consistent again. An exception in between leaves the session without
 it, and the next use rebuilds it: the sequence from the prompt (through the target's prompt
@@ -39,6 +39,7 @@ from local_target.decoding import (
     unconstrained,
 )
 from local_target.errors import TargetError
+from local_target.head import Next
 from local_target.sampling import Sampling
 from local_target.vocab import Vocabulary
 
@@ -78,17 +79,16 @@ class TargetModel(Protocol):
         """The most tokens the model takes (None: no known limit)."""
         ...
 
-    def forward(self, ids: list[int], cache: Any, rows: int = 1) -> torch.Tensor:
-        """Feed `ids` after what `cache` holds; return the last `rows` positions' logits
-        [1, rows, V]."""
+    def forward(self, ids: list[int], cache: Any, rows: int = 1) -> list[Next]:
+        """Feed `ids` after what `cache` holds; the model's output at its last `rows` positions."""
         ...
 
     def new_cache(self) -> Any:
         """An empty KV cache."""
         ...
 
-    def cache_for(self, ids: list[int]) -> tuple[Any, torch.Tensor]:
-        """A new KV cache holding exactly the prompt `ids`, and the logits after them."""
+    def cache_for(self, ids: list[int]) -> tuple[Any, Next]:
+        """A new KV cache holding exactly the prompt `ids`, and the model's output after them."""
         ...
 
     def check_length(self, n_tokens: int, what: str) -> None:
@@ -121,11 +121,11 @@ class Correction:
 
 
 class _Sequence(NamedTuple):
-    """Token ids, a KV cache holding exactly them, and the next-token logits after them."""
+    """Token ids, a KV cache holding exactly them, and the model's output after them."""
 
     ids: list[int]
     cache: Any
-    logits: torch.Tensor
+    next: Next
 
 
 class _Matcher(NamedTuple):
@@ -139,13 +139,11 @@ class _Matcher(NamedTuple):
 class TargetSession:
     """The state of one request on a LocalTarget. Not shared between requests."""
 
-    def __init__(
-        self, target: TargetModel, prompt_ids: list[int], cache: Any, logits: torch.Tensor
-    ) -> None:
-        """`cache` holds exactly `prompt_ids`; `logits` are the next-token logits after them."""
+    def __init__(self, target: TargetModel, prompt_ids: list[int], cache: Any, after: Next) -> None:
+        """`cache` holds exactly `prompt_ids`; `after` is the model's output after them."""
         self.target = target
         self._prompt = tuple(prompt_ids)
-        self._seq: _Sequence | None = _Sequence(list(prompt_ids), cache, logits)
+        self._seq: _Sequence | None = _Sequence(list(prompt_ids), cache, after)
         self._matcher: _Matcher | None = None
         self.forward_passes = 0
         self.forward_seconds = 0.0
@@ -153,8 +151,8 @@ class TargetSession:
     @classmethod
     def at_prompt(cls, target: TargetModel, prompt_ids: list[int]) -> TargetSession:
         """A session holding `prompt_ids`, from the target's prompt cache where it matches."""
-        cache, logits = target.cache_for(list(prompt_ids))
-        return cls(target, prompt_ids, cache, logits)
+        cache, after = target.cache_for(list(prompt_ids))
+        return cls(target, prompt_ids, cache, after)
 
     # -- the token sequence ---------------------------------------------------------------------
 
@@ -170,14 +168,19 @@ class TargetSession:
     @property
     def logits(self) -> torch.Tensor:
         """The next-token logits after `ids`, [1, 1, V]."""
-        return self._sequence().logits
+        return self._sequence().next.logits().view(1, 1, -1)
+
+    @property
+    def next(self) -> Next:
+        """The model's output after `ids`: the next-token logits, all or some."""
+        return self._sequence().next
 
     def _sequence(self) -> _Sequence:
         """The sequence; rebuilt at the prompt when an interrupted change left the session none."""
         if self._seq is None:
             logger.warning("an interrupted update lost the session's KV cache: rebuilding it")
-            cache, logits = self.target.cache_for(list(self._prompt))
-            self._seq = _Sequence(list(self._prompt), cache, logits)
+            cache, after = self.target.cache_for(list(self._prompt))
+            self._seq = _Sequence(list(self._prompt), cache, after)
         return self._seq
 
     def _take(self, length: int, cancel: threading.Event | None) -> _Sequence:
@@ -191,16 +194,16 @@ class TargetSession:
         self._seq = None
         return seq
 
-    def _grow(self, kept: list[int], cache: Any, new: list[int], rows: int = 1) -> torch.Tensor:
-        """Feed `new` after `kept` (which `cache` holds) and put the sequence back; the logits at
-        the last `rows` positions, [rows, V]."""
+    def _grow(self, kept: list[int], cache: Any, new: list[int], rows: int = 1) -> list[Next]:
+        """Feed `new` after `kept` (which `cache` holds) and put the sequence back; the model's
+        output at the last `rows` positions."""
         start = time.perf_counter()
-        logits = self.target.forward(new, cache, rows)
+        out = self.target.forward(new, cache, rows)
         self.forward_seconds += time.perf_counter() - start
         self.forward_passes += 1
         kept.extend(new)
-        self._seq = _Sequence(kept, cache, logits[:, -1:])
-        return logits[0]
+        self._seq = _Sequence(kept, cache, out[-1])
+        return out
 
     def move_to(self, ids: list[int], *, cancel: threading.Event | None = None) -> None:
         """Make the sequence `ids` (which must start with the prompt): crop to the common prefix,
@@ -228,19 +231,19 @@ class TargetSession:
 
     def feed(
         self, new: list[int], *, cancel: threading.Event | None = None, rows: int = 1
-    ) -> torch.Tensor:
-        """Append `new` tokens in one forward pass; the logits at its last `rows` positions (the
-        next-token logits after each of its last `rows` prefixes), [rows, V]."""
+    ) -> list[Next]:
+        """Append `new` tokens in one forward pass; the model's output at its last `rows`
+        positions (after each of its last `rows` prefixes)."""
         if not new:
-            return self.logits[0, -1:]
+            return [self.next]
         if not 1 <= rows <= len(new):
             raise ValueError(f"rows must be between 1 and {len(new)}, got {rows}")
         seq = self._take(len(self._sequence().ids) + len(new), cancel)
         return self._grow(seq.ids, seq.cache, new, rows)
 
-    def drop(self, n: int, logits: torch.Tensor) -> None:
-        """Remove the last `n` text tokens; `logits` [V] are the next-token logits after the rest
-        (from the pass that fed them: `feed`'s rows)."""
+    def drop(self, n: int, after: Next) -> None:
+        """Remove the last `n` text tokens; `after` is the model's output after the rest (from the
+        pass that fed them: one of `feed`'s rows)."""
         seq = self._sequence()
         if not 0 < n <= len(seq.ids) - self.prompt_len:
             raise ValueError(f"can drop 1 to {len(seq.ids) - self.prompt_len} tokens, got {n}")
@@ -249,7 +252,7 @@ class TargetSession:
             return
         seq = self._take(len(seq.ids) - n, None)
         seq.cache.crop(-n)
-        self._seq = _Sequence(seq.ids[:-n], seq.cache, logits.view(1, 1, -1))
+        self._seq = _Sequence(seq.ids[:-n], seq.cache, after)
 
     # -- the matcher ----------------------------------------------------------------------------
 

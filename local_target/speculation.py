@@ -3,8 +3,8 @@
 Each forward pass feeds the tokens already chosen but not yet in the KV cache (a chosen token and
 the forced run after it, DESIGN 8) and, after them, a proposal: the tokens that followed the last
 earlier occurrence of the text's final n-gram (prompt look-up: the prompt and the text so far
-repeat themselves, as JSON keys and SQL column names do). The pass returns the logits at every
-proposed position, so the choice at each is made exactly as without speculation: the decoding
+repeat themselves, as JSON keys and SQL column names do). The pass returns the model's output at
+every proposed position, so the choice at each is made exactly as without speculation: the decoding
 policy chooses from the logits after the tokens accepted so far (greedy, or one draw from the
 sampling generator). While the choices equal the proposal, its tokens are already in the cache
 and cost no pass; at the first difference the rest is cropped from the cache and the choice
@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from typing import Protocol
 
-import torch
+from local_target.head import Next
 
 
 class Feed(Protocol):
@@ -32,18 +32,18 @@ class Feed(Protocol):
         ...
 
     @property
-    def logits(self) -> torch.Tensor:
-        """The next-token logits after the sequence, [1, 1, V]."""
+    def next(self) -> Next:
+        """The model's output after the sequence."""
         ...
 
     def feed(
         self, new: list[int], *, cancel: threading.Event | None = None, rows: int = 1
-    ) -> torch.Tensor:
-        """Append `new` (one forward pass); the logits at its last `rows` positions, [rows, V]."""
+    ) -> list[Next]:
+        """Append `new` (one forward pass); the model's output at its last `rows` positions."""
         ...
 
-    def drop(self, n: int, logits: torch.Tensor) -> None:
-        """Remove the last `n` tokens; `logits` are the next-token logits after the rest."""
+    def drop(self, n: int, after: Next) -> None:
+        """Remove the last `n` tokens; `after` is the model's output after the rest."""
         ...
 
 
@@ -62,15 +62,15 @@ def propose(ids: list[int], limit: int, *, longest: int = 3, shortest: int = 2) 
 
 class Cursor:
     """Where the accepted tokens end, against what the session holds: tokens accepted but not yet
-    fed (`unfed`), or a proposal fed beyond them (`ahead`, with `rows[i]` the logits after its
-    first i tokens)."""
+    fed (`unfed`), or a proposal fed beyond them (`ahead`, with `rows[i]` the model's output
+    after its first i tokens)."""
 
     def __init__(self, seq: Feed, cancel: threading.Event | None = None) -> None:
         self.seq = seq
         self.cancel = cancel
         self.unfed: list[int] = []
         self.ahead: list[int] = []
-        self.rows: list[torch.Tensor] = [seq.logits[0, -1]]
+        self.rows: list[Next] = [seq.next]
 
     def advance(self, tokens: list[int]) -> None:
         """The tokens are accepted (chosen or forced), in order."""
@@ -83,15 +83,15 @@ class Cursor:
             self.rows = []
             self.unfed.append(token)
 
-    def logits(self, propose_up_to: int) -> torch.Tensor:
-        """The next-token logits after the accepted tokens; a forward pass when they are not in
-        the cache yet, with up to `propose_up_to` proposed tokens after them."""
+    def next(self, propose_up_to: int) -> Next:
+        """The model's output after the accepted tokens; a forward pass when they are not in the
+        cache yet, with up to `propose_up_to` proposed tokens after them."""
         if self.unfed or not self.rows:
             proposal = propose([*self.seq.ids, *self.unfed], propose_up_to)
             fed = self.seq.feed(
                 [*self.unfed, *proposal], cancel=self.cancel, rows=len(proposal) + 1
             )
-            self.unfed, self.ahead, self.rows = [], proposal, list(fed)
+            self.unfed, self.ahead, self.rows = [], proposal, fed
         return self.rows[0]
 
     def settle(self, *, feed: bool = True) -> None:

@@ -23,6 +23,7 @@ import torch
 
 from local_target.decoding import DEFAULT_POLICY, DecodingPolicy
 from local_target.errors import TargetError
+from local_target.head import Next, OutputHead
 from local_target.loading import converted_smollm2, load_pretrained, pick_device
 from local_target.sampling import Sampling
 from local_target.session import Correction, TargetSession, Until, common_prefix
@@ -66,6 +67,7 @@ class LocalTarget:
         self.device = next(model.parameters()).device
         n_logits = int(model.get_output_embeddings().weight.shape[0])
         self.vocab = Vocabulary(tokenizer, n_logits)
+        self.head = OutputHead.of(model, [self.vocab.eos, self.vocab.eos])
         self.context_length = _context_length(model, tokenizer)
         self._lock = threading.RLock()
         # Replaced whole, never changed in place: an exception at any point leaves the old pair
@@ -126,21 +128,21 @@ class LocalTarget:
 
         return DynamicCache(config=self.model.config)
 
-    def forward(self, ids: list[int], cache: Any, rows: int = 1) -> torch.Tensor:
-        """Feed `ids` after what `cache` holds; return the last `rows` positions' logits
-        [1, rows, V]."""
+    def forward(self, ids: list[int], cache: Any, rows: int = 1) -> list[Next]:
+        """Feed `ids` after what `cache` holds; the model's output at each of the last `rows`
+        positions (the logits are computed when asked, local_target.head)."""
+        input_ids = torch.tensor([ids], device=self.device)
         with self._lock, torch.inference_mode():
-            out = self.model(
-                input_ids=torch.tensor([ids], device=self.device),
-                past_key_values=cache,
-                use_cache=True,
-                logits_to_keep=rows,
-            )
-        logits: torch.Tensor = out.logits
-        return logits
+            if self.head is None:
+                out = self.model(
+                    input_ids=input_ids, past_key_values=cache, use_cache=True, logits_to_keep=rows
+                )
+                return [Next.of_logits(row) for row in out.logits[0]]
+            body = self.model.base_model(input_ids=input_ids, past_key_values=cache, use_cache=True)
+        return [Next(hidden, self.head) for hidden in body.last_hidden_state[0, -rows:]]
 
-    def cache_for(self, ids: list[int]) -> tuple[Any, torch.Tensor]:
-        """A new KV cache holding exactly `ids` and the logits after them, grown from a copy of
+    def cache_for(self, ids: list[int]) -> tuple[Any, Next]:
+        """A new KV cache holding exactly `ids` and the output after them, grown from a copy of
         the last prompt's cache where it shares a prefix with `ids`; `ids` is then the last
         prompt."""
         self.check_length(len(ids), "the prompt")
@@ -155,9 +157,9 @@ class LocalTarget:
             else:
                 keep, cache = 0, self.new_cache()
             logger.debug("prompt of %d tokens: %d from the prompt cache", len(ids), keep)
-            logits = self.forward(ids[keep:], cache)
+            (after,) = self.forward(ids[keep:], cache)
             self._prompt = _PromptCache(list(ids), copy.deepcopy(cache))
-        return cache, logits
+        return cache, after
 
     def session(self, prompt: Prompt) -> TargetSession:
         """A fresh session for one request, reusing the cached prompt prefix where it matches."""

@@ -494,6 +494,7 @@ def test_closing_window_is_a_quarter_of_the_budget_within_4_to_32(
         {"closing_min": -1},
         {"closing_min": 9, "closing_max": 8},
         {"speculate": -1},
+        {"selective_share": 1.5},
     ],
     ids=str,
 )
@@ -819,3 +820,31 @@ def test_speculation_chooses_the_same_tokens_and_keeps_the_kv_invariant(
         assert_same_logits(session)
         runs.append((c.tokens, c.flags, drafted))
     assert runs[0] == runs[1]
+
+
+# -- selective logits (local_target.head) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", TARGET_IDS)
+def test_the_allowed_rows_logits_equal_the_full_computation(target: Any, name: str) -> None:
+    made = target(name)
+    assert made.head is not None  # these models' logits are their head over their last state
+    session = made.session(PROMPT)
+    session.move_to([*session.ids, *made.vocab.encode('{"a": [1, ')])
+    rows = torch.tensor([0, 5, made.vocab.eos, made.vocab.n_logits - 1])
+    split = session.next.logits_for(rows)
+    assert torch.allclose(split, fresh_logits(made, session.ids)[rows], atol=1e-4)
+
+
+@pytest.mark.parametrize("share", [1.0, 0.0])  # allowed rows only, or all rows with the mask
+@pytest.mark.parametrize("name", TARGET_IDS)
+def test_mask_first_chooses_the_same_greedy_tokens(target: Any, name: str, share: float) -> None:
+    """Computing the mask before the logits (and only the allowed rows' logits) changes the cost,
+    not the greedy choice."""
+    made = target(name)
+    tokens = []
+    for policy in (DecodingPolicy(), DecodingPolicy(selective_vocab=0, selective_share=share)):
+        for text in ('{"a": [1, ', '{"name": "Zo', "[tr"):
+            c = made.correct(PROMPT, text, JSON, max_tokens=12, policy=policy)
+            tokens.append(c.tokens)
+    assert tokens[:3] == tokens[3:]
