@@ -38,6 +38,7 @@ from backtrack.trace import (
     Trace,
 )
 from grammars.prefix import append_piece
+from grammars.schema import repeated_member
 from local_target.errors import TargetError
 from providers.base import AsyncDraftStream, DraftRequest, DraftStream, Prompt
 from providers.errors import ProviderError, redact
@@ -186,7 +187,7 @@ class GuideLoop:
         return order.chars
 
     def step(self) -> Step:
-        if self.stop_reason in _COMPLETE and not self._meets_schema():
+        while self.stop_reason in _COMPLETE and not self._meets_schema():
             self._settle_schema()
         if self.stop_reason is not None:
             return "done"
@@ -209,6 +210,8 @@ class GuideLoop:
         validator, strict = self.grammar.validator, self.grammar.strict
         assert validator is not None and strict is not None  # _meets_schema() holds otherwise
         text = self.text
+        if self._drop_repeated_member(text):
+            return
         missing = validator.missing_key(text)
         if missing is not None and missing.key not in self._inserted_keys:
             self._inserted_keys.add(missing.key)
@@ -228,6 +231,25 @@ class GuideLoop:
         self._rest, self._rest_is_all = text[at:], True
         self.stop_reason = None
         self._next = "correct"
+
+    def _drop_repeated_member(self, text: str) -> bool:
+        """A key its object already has (a repair that wrote an existing key for one the schema
+        refuses, or the API writing a key twice): its later member is deleted, comma and value,
+        and the text after it read again. Not before a point already passed on as final."""
+        repeated = repeated_member(text)
+        if repeated is None or repeated[0] < self._final_seen:
+            return False
+        start, end = repeated
+        tail = text[end:]
+        self._retract(len(tail), shown=False)
+        self._retract(end - start)
+        self.checker.rollback(start)
+        if self.checker.feed(tail) != len(tail):  # JSON without a member: the same grammar takes it
+            raise RuntimeError("the text without a repeated member does not fit the grammar")
+        self._span(tail, "draft")
+        self._final = min(self._final, start)
+        logger.debug("JSON schema: a repeated key's member deleted at character %d", start)
+        return True
 
     # -- drafts ---------------------------------------------------------------------------------
 

@@ -112,6 +112,39 @@ def test_a_repeated_key_is_checked_again_in_the_schema_order() -> None:
     assert target.grammars == [GRAMMAR.strict]
 
 
+CAT = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "color": {"type": "string"},
+        "age": {"type": "integer"},
+    },
+    "required": ["name", "color", "age"],
+    "additionalProperties": False,
+}
+CAT_GRAMMAR = Grammar.from_json_schema(CAT)
+
+
+@pytest.mark.parametrize(
+    ("draft", "deleted"),
+    [
+        # The demo's draft: the repair makes the refused key one the object has, and the member
+        # then goes whole (the schema has no room for a description).
+        (
+            '{"name": "Felix", "age": 2, "color": "black", "description": "Aimless, a cat"}',
+            ', "description": "Aimless, a cat"',
+        ),
+        # A key written twice: the later member goes; the first may already be passed on as final.
+        ('{"name": "Felix", "color": "black", "age": 2, "name": "Rex"}', ', "name": "Rex"'),
+    ],
+    ids=["refused-key", "key-twice"],
+)
+def test_a_repeated_key_loses_its_later_member_and_keeps_the_rest(draft: str, deleted: str) -> None:
+    result = run(CAT_GRAMMAR, draft, ScriptedTarget())
+    assert (result.text, result.valid) == (draft.replace(deleted, ""), True)
+    assert (result.api_calls, result.corrections) == (1, 0)
+
+
 def test_a_fraction_for_an_integer_is_cut_in_the_schema_order() -> None:
     target = ScriptedTarget("}")
     result = run(GRAMMAR, '{"name": "Bob", "age": 42.5}', target, repair_window=0)
