@@ -107,7 +107,8 @@ def test_a_request_without_grammar_goes_upstream_untouched(serve: Serve, openai_
     exchange = openai_server.exchanges[0]
     assert exchange.body == sent
     assert exchange.headers["x-trace"] == "1"
-    assert reply.headers["x-request-id"] == "req_1"  # the upstream's own headers come back
+    # the upstream's own headers come back (it numbers its requests across the test session)
+    assert re.fullmatch(r"req_\d+", reply.headers["x-request-id"])
 
 
 def test_streams_pass_through(serve: Serve, openai_server: Any):
