@@ -132,6 +132,7 @@ class Run:
             until=call.until,
             sampling=self.options.sampling,
             cancel=cancel,
+            hint=call.hint,
         )
 
     def feed(self, chunk: str, stripped: str) -> bool:

@@ -87,6 +87,7 @@ class TargetCall:
     until: Until
     max_tokens: int
     grammar: Grammar
+    hint: str = ""  # what the API wrote after the cut: proposals the target verifies, if it agrees
 
 
 @dataclass
@@ -585,7 +586,7 @@ class GuideLoop:
         budget = (
             self.options.completion_tokens if self._completing else self.options.correction_tokens
         )
-        return TargetCall(self.text, until, budget, self._target_grammar())
+        return TargetCall(self.text, until, budget, self._target_grammar(), self._rest)
 
     def _target_grammar(self) -> Grammar:
         """The grammar the target writes under: a JSON schema's own order while the committed

@@ -136,6 +136,7 @@ class Correcting:
         until: Until,
         sampling: Sampling,
         policy: DecodingPolicy,
+        hint: list[int] | None = None,
     ) -> None:
         self.vocab = vocab
         self.matcher = matcher
@@ -144,6 +145,7 @@ class Correcting:
         self.until = until
         self.sampling = sampling
         self.policy = policy
+        self.hint = hint or []  # tokens that may come next, for proposals (speculation)
         self.tokens: list[int] = []
         self.flags: list[TokenFlag] = []
         self.pieces: list[bytes] = []  # the new bytes each token added
@@ -165,7 +167,7 @@ class Correcting:
         )
 
     def _run(self, seq: Feed, cancel: threading.Event | None) -> StopReason:
-        cursor = Cursor(seq, cancel)
+        cursor = Cursor(seq, cancel, self.hint)
         stop = self._choose_all(cursor)
         cursor.settle()
         return stop

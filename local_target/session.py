@@ -58,6 +58,11 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+# A hint is tokenized with this many characters of the text before it, so that the text's last
+# tokens, as n-grams, find their place in it.
+_HINT_OVERLAP = 16
+_HINT_CHARS = 2000  # and at most this much of it
+
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     """The length of the longest common prefix of two token sequences."""
@@ -310,6 +315,7 @@ class TargetSession:
         heal: bool = True,
         cancel: threading.Event | None = None,
         policy: DecodingPolicy = DEFAULT_POLICY,
+        hint: str = "",
     ) -> Correction:
         """Write a grammar-valid continuation of `text` (which must be a valid prefix), choosing
         tokens as `policy` says (local_target.decoding).
@@ -318,6 +324,8 @@ class TargetSession:
         (else TargetError, before any forward pass); a correction goes past `max_tokens` only to
         finish a character or the healed token. Setting `cancel` (from another thread) stops the
         correction before its next forward pass with a TargetError; the session stays usable.
+        `hint` is text that may follow `text` (a draft's rejected rest): speculation proposes from
+        it too, which changes the number of forward passes, never the tokens chosen.
         """
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
@@ -352,6 +360,7 @@ class TargetSession:
             until=until,
             sampling=sampling or Sampling(),
             policy=policy,
+            hint=vocab.encode(text[-_HINT_OVERLAP:] + hint[:_HINT_CHARS]) if hint else [],
         )
         try:
             self.move_to([*self._prompt, *base], cancel=cancel)

@@ -3,12 +3,13 @@
 Each forward pass feeds the tokens already chosen but not yet in the KV cache (a chosen token and
 the forced run after it, DESIGN 8) and, after them, a proposal: the tokens that followed the last
 earlier occurrence of the text's final n-gram (prompt look-up: the prompt and the text so far
-repeat themselves, as JSON keys and SQL column names do). The pass returns the model's output at
-every proposed position, so the choice at each is made exactly as without speculation: the decoding
-policy chooses from the logits after the tokens accepted so far (greedy, or one draw from the
-sampling generator). While the choices equal the proposal, its tokens are already in the cache
-and cost no pass; at the first difference the rest is cropped from the cache and the choice
-becomes the next pass's first token.
+repeat themselves, as JSON keys and SQL column names do), looked for first in a hint: text that
+may come next, as a draft's rejected rest during a correction (the API said what it meant). The
+pass returns the model's output at every proposed position, so the choice at each is made exactly
+as without speculation: the decoding policy chooses from the logits after the tokens accepted so
+far (greedy, or one draw from the sampling generator). While the choices equal the proposal, its
+tokens are already in the cache and cost no pass; at the first difference the rest is cropped
+from the cache and the choice becomes the next pass's first token.
 
 Choosing first and comparing after is the standard speculative acceptance rule for a proposal that
 is one fixed token: it is kept with probability p(token). The chosen tokens, and the draws from a
@@ -18,6 +19,7 @@ seeded generator, are the same as without speculation; only the number of passes
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Protocol
 
 from local_target.head import Next
@@ -47,16 +49,20 @@ class Feed(Protocol):
         ...
 
 
-def propose(ids: list[int], limit: int, *, longest: int = 3, shortest: int = 2) -> list[int]:
+def propose(
+    ids: list[int], limit: int, hint: Sequence[int] = (), *, longest: int = 3, shortest: int = 2
+) -> list[int]:
     """Up to `limit` tokens that followed the last earlier occurrence of the final n-gram of `ids`
-    (the longest n from `longest` down to `shortest` that occurred before); [] when none did."""
+    (the longest n from `longest` down to `shortest` that occurred before), looked for in `hint`
+    (text that may come next) first, at any n; [] when none did."""
     if limit < 1:
         return []
-    for n in range(min(longest, len(ids) - 1), shortest - 1, -1):
-        tail = ids[-n:]
-        for start in range(len(ids) - n - 1, -1, -1):
-            if ids[start : start + n] == tail:
-                return ids[start + n : start + n + limit]
+    for source in (hint, ids):
+        for n in range(min(longest, len(ids) - 1), shortest - 1, -1):
+            tail = ids[-n:]
+            for start in range(len(source) - n - 1, -1, -1):
+                if source[start : start + n] == tail:
+                    return list(source[start + n : start + n + limit])
     return []
 
 
@@ -65,9 +71,12 @@ class Cursor:
     fed (`unfed`), or a proposal fed beyond them (`ahead`, with `rows[i]` the model's output
     after its first i tokens)."""
 
-    def __init__(self, seq: Feed, cancel: threading.Event | None = None) -> None:
+    def __init__(
+        self, seq: Feed, cancel: threading.Event | None = None, hint: list[int] | None = None
+    ) -> None:
         self.seq = seq
         self.cancel = cancel
+        self.hint = hint or []
         self.unfed: list[int] = []
         self.ahead: list[int] = []
         self.rows: list[Next] = [seq.next]
@@ -87,7 +96,7 @@ class Cursor:
         """The model's output after the accepted tokens; a forward pass when they are not in the
         cache yet, with up to `propose_up_to` proposed tokens after them."""
         if self.unfed or not self.rows:
-            proposal = propose([*self.seq.ids, *self.unfed], propose_up_to)
+            proposal = propose([*self.seq.ids, *self.unfed], propose_up_to, self.hint)
             fed = self.seq.feed(
                 [*self.unfed, *proposal], cancel=self.cancel, rows=len(proposal) + 1
             )

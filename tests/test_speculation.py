@@ -4,6 +4,8 @@ KV invariant are in test_local_target.py."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from grammars.grammar import Grammar
@@ -31,6 +33,13 @@ def test_prompt_lookup_proposes_what_followed_the_last_ngram(
     assert propose(ids, limit) == want
 
 
+def test_a_hint_is_looked_in_first() -> None:
+    ids = [1, 2, 3, 9, 1, 2, 3]
+    assert propose(ids, 2, [7, 2, 3, 4, 5, 6]) == [4, 5]  # the 2-gram 2 3 in the hint
+    assert propose(ids, 2, [2, 3, 1, 2, 3, 8]) == [8]  # the 3-gram, at its last place
+    assert propose(ids, 2, [5, 6]) == [9, 1]  # not in the hint: the text's own
+
+
 PROMPT = "Here is a JSON object with 6 keys, using only string values:\n"
 
 
@@ -51,3 +60,19 @@ def test_smollm2_writes_the_same_json_in_fewer_passes(smollm2: LocalTarget) -> N
     assert grammar.check(smollm2.vocab.decode(list(tokens)).decode()).valid
     assert sp_passes < 0.8 * passes, (sp_passes, passes)
     assert sp_draft < draft_passes, (sp_draft, draft_passes)
+
+
+def test_a_draft_rest_as_hint_saves_passes_not_tokens(smollm2: LocalTarget) -> None:
+    """During a correction the API's rejected rest is a proposal: where SmolLM2 writes what the
+    API meant (here: the API meant what SmolLM2 writes), fewer passes; the same tokens."""
+    grammar = Grammar.load("json")
+    text = '{"name": "Ann", "city": "Oslo", "country": '
+
+    def correct(hint: str) -> Any:
+        session = smollm2.session("Write a JSON object about Ann from Oslo.")
+        return session.correct(text, grammar, max_tokens=40, until="complete", hint=hint)
+
+    alone = correct("")
+    hinted = correct(alone.text)
+    assert hinted.tokens == alone.tokens
+    assert hinted.forward_passes < alone.forward_passes, (hinted.forward_passes, alone)
