@@ -56,42 +56,60 @@ class OutputHead:
         return logits
 
 
-class Next:
-    """The model's output after a token sequence: its next-token logits, computed from the last
-    hidden state when first asked (`logits`), or for some tokens only (`logits_for`)."""
+class Pass:
+    """The hidden states one forward pass kept (its last positions), and their logits, computed
+    for all of them at once when first asked: one multiplication reads the output layer once,
+    however many positions it serves (speculation keeps several)."""
 
-    def __init__(
-        self,
-        hidden: torch.Tensor | None,
-        head: OutputHead | None,
-        full: torch.Tensor | None = None,
-    ) -> None:
-        self._hidden = hidden
-        self._head = head
-        self._full: torch.Tensor | None = full
+    def __init__(self, hidden: torch.Tensor | None, head: OutputHead | None) -> None:
+        self.hidden = hidden  # [k, H]
+        self.head = head
+        self.full: torch.Tensor | None = None  # [k, V]
 
     @classmethod
-    def of_logits(cls, logits: torch.Tensor) -> Next:
-        """Logits already computed in full [V]."""
-        return cls(None, None, logits)
+    def of_logits(cls, logits: torch.Tensor) -> Pass:
+        """Logits already computed in full [k, V]."""
+        made = cls(None, None)
+        made.full = logits
+        return made
+
+    def rows(self) -> list[Next]:
+        """One Next for each position kept."""
+        kept = self.full if self.full is not None else self.hidden
+        assert kept is not None
+        return [Next(self, i) for i in range(len(kept))]
+
+    def logits(self) -> torch.Tensor:
+        if self.full is None:
+            assert self.hidden is not None and self.head is not None
+            with torch.inference_mode():
+                self.full = self.head(self.hidden)
+        return self.full
+
+
+class Next:
+    """The model's output after a token sequence (row `index` of a forward pass): its next-token
+    logits, computed from the last hidden state when first asked (`logits`), or for some tokens
+    only (`logits_for`)."""
+
+    def __init__(self, source: Pass, index: int) -> None:
+        self._pass = source
+        self._index = index
 
     @property
     def split(self) -> bool:
         """The logits are not computed yet: some rows cost less than all of them."""
-        return self._full is None
+        return self._pass.full is None
 
     def logits(self) -> torch.Tensor:
-        """The next-token logits for every token [V] (computed once)."""
-        if self._full is None:
-            assert self._hidden is not None and self._head is not None
-            with torch.inference_mode():
-                self._full = self._head(self._hidden)
-        return self._full
+        """The next-token logits for every token [V] (computed once, with the pass's others)."""
+        return self._pass.logits()[self._index]
 
     def logits_for(self, ids: torch.Tensor) -> torch.Tensor:
         """The next-token logits of the tokens `ids` [k], equal to `logits()[ids]`."""
-        if self._full is not None:
-            return self._full[ids.to(self._full.device)]
-        assert self._hidden is not None and self._head is not None
+        source = self._pass
+        if source.full is not None:
+            return source.full[self._index][ids.to(source.full.device)]
+        assert source.hidden is not None and source.head is not None
         with torch.inference_mode():
-            return self._head(self._hidden, ids)
+            return source.head(source.hidden[self._index], ids)

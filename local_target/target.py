@@ -23,7 +23,7 @@ import torch
 
 from local_target.decoding import DEFAULT_POLICY, DecodingPolicy
 from local_target.errors import TargetError
-from local_target.head import Next, OutputHead
+from local_target.head import Next, OutputHead, Pass
 from local_target.loading import converted_smollm2, load_pretrained, pick_device
 from local_target.sampling import Sampling
 from local_target.session import Correction, TargetSession, Until, common_prefix
@@ -137,9 +137,9 @@ class LocalTarget:
                 out = self.model(
                     input_ids=input_ids, past_key_values=cache, use_cache=True, logits_to_keep=rows
                 )
-                return [Next.of_logits(row) for row in out.logits[0]]
+                return Pass.of_logits(out.logits[0]).rows()
             body = self.model.base_model(input_ids=input_ids, past_key_values=cache, use_cache=True)
-        return [Next(hidden, self.head) for hidden in body.last_hidden_state[0, -rows:]]
+        return Pass(body.last_hidden_state[0, -rows:], self.head).rows()
 
     def cache_for(self, ids: list[int]) -> tuple[Any, Next]:
         """A new KV cache holding exactly `ids` and the output after them, grown from a copy of

@@ -165,7 +165,7 @@ def test_megabyte_prompt_is_refused_before_any_forward_pass(smollm2: LocalTarget
 
     assert smollm2.context_length == 8192
     prompt = ("The quick brown fox jumps over the lazy dog. " * 23_000)[:1_000_000]
-    handle = smollm2.model.register_forward_pre_hook(refuse)
+    handle = smollm2.model.base_model.register_forward_pre_hook(refuse)
     try:
         with pytest.raises(TargetError, match=r"prompt needs \d{6} tokens, .* context of 8192$"):
             smollm2.session(prompt)

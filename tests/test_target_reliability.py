@@ -185,7 +185,7 @@ def no_forward(tiny: Any) -> Iterator[Callable[[str], LocalTarget]]:
 
     def get(name: str) -> LocalTarget:
         made = tiny(name)
-        handles.append(made.model.register_forward_pre_hook(refuse))
+        handles.append(made.model.base_model.register_forward_pre_hook(refuse))
         return made
 
     yield get
@@ -235,8 +235,11 @@ def test_a_draft_ends_where_the_context_does(tiny: Any) -> None:
     text = "A draft"
     room = 2048 - session.prompt_len - len(made.vocab.encode(text))
     assert 0 < room < 20
-    "".join(session.generate(text, max_tokens=50))
-    assert len(session.ids) == 2048  # no special token came first: the context ended it
+    drafted = "".join(session.generate(text, max_tokens=50))
+    # No special token came first: the context ended it. The last token chosen is not fed (no
+    # choice needs its logits), so the session holds one token less.
+    assert len(session.ids) == 2047
+    assert made.vocab.decode(session.ids[session.prompt_len :]).decode() in text + drafted
 
 
 # -- cancellation ---------------------------------------------------------------------------------
@@ -274,7 +277,7 @@ async def test_cancelling_aguide_stops_the_correction_at_the_next_token(
             finished.set()
 
     monkeypatch.setattr(TargetSession, "correct", correct)
-    counter = made.model.register_forward_pre_hook(count)
+    counter = made.model.base_model.register_forward_pre_hook(count)
     try:
         task = asyncio.create_task(
             aguide(
