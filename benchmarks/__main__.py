@@ -4,8 +4,9 @@
     make bench                                                      (the same, all modules)
 
 Modules, in order: bench_check (draft checking), bench_speed (constrained decoding against the
-peers), bench_repair (repairing black-box drafts), bench_target (per-token cost of the
-constraint), bench_serve (the HTTP server under concurrent clients). Each has
+peers), bench_repair (repairing black-box drafts), bench_latency (the wait against one plain API
+call, at simulated API speeds), bench_target (per-token cost of the constraint), bench_serve (the
+HTTP server under concurrent clients). Each has
 `run(quick: bool) -> str`, which prints its tables as it goes and returns a Markdown section;
 each also runs alone (`python -m benchmarks.NAME`). A module that cannot be imported or fails is
 reported as such, and the others still run.
@@ -33,7 +34,14 @@ import traceback
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-MODULES = ("bench_check", "bench_speed", "bench_repair", "bench_target", "bench_serve")
+MODULES = (
+    "bench_check",
+    "bench_speed",
+    "bench_repair",
+    "bench_latency",
+    "bench_target",
+    "bench_serve",
+)
 ROOT = Path(__file__).resolve().parents[1]
 VENVS = ROOT / ".bench" / "venvs"
 SECTIONS = ROOT / ".bench" / "sections"

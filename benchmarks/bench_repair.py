@@ -363,8 +363,13 @@ class GrammarGuidePeer:
         self.log.seek(0)
         return "\n".join(self.log.read().strip().splitlines()[-lines:])
 
-    def run(self, case: Case) -> Outcome:
+    def run(
+        self, case: Case, wrap: Callable[[ScriptedAPI], Callable[[Any, str], str]] | None = None
+    ) -> Outcome:
+        """grammar-guide on `case`; its drafts are the ScriptedAPI's replies, through `wrap` when
+        given (bench_latency: the replies at a simulated speed)."""
         api = ScriptedAPI(case)
+        draft = wrap(api) if wrap is not None else api
         source = grammar_source(case.grammar)
         start = time.perf_counter()
         try:
@@ -379,7 +384,7 @@ class GrammarGuidePeer:
                 }
             )
             while reply.get("op") == "draft":
-                reply = self._send({"op": "text", "text": api(reply["prompt"], reply["prefix"])})
+                reply = self._send({"op": "text", "text": draft(reply["prompt"], reply["prefix"])})
         except RuntimeError:
             self.dead = True
             reply = {"op": "error", "error": self.death()}
