@@ -10,7 +10,8 @@ JSONSchemaBench. `--sample N` takes N schemas of each subset (a seeded random sa
 
 Each schema is compiled in a worker process with a time limit (`--timeout`); a worker past it is
 killed and the schema counted as a timeout. For each compiled schema, each example document (as
-`json.dumps` writes it) is judged by `Grammar.matches` and by the `jsonschema` validator the schema
+an API writes it: `json.dumps(..., ensure_ascii=False)`; the `\\u`-escaped form is tried too) is
+judged by `Grammar.matches` and by the `jsonschema` validator the schema
 names (draft 2020-12 when it names none; formats are annotations, as the validator reads them by
 default). The validator is the reference: a document it accepts that `matches` refuses is a false
 refusal, one it refuses that `matches` takes a false accept. `--json OUT` writes every result, for
