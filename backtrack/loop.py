@@ -64,6 +64,9 @@ _CROWDED_REPAIRS = 3
 _CROWDED_WITHIN = 16
 # Stop reasons of a run whose text is complete, checked once more by the grammar's own test.
 _COMPLETE = ("complete", "target_completed", "trailing_dropped")
+# At most this many cuts per run at a value that only a JSON schema's validator refuses (a keyword
+# the grammar does not enforce): the target writes under that grammar and may write it again.
+_MAX_VALIDATOR_CUTS = 3
 
 # A draft round reads at most max_draft_tokens * this many characters, whatever the drafter: a
 # function drafter knows no token budget, and one that never ends must not grow without bound.
@@ -130,6 +133,10 @@ class GuideLoop:
         self._inserted_keys: set[str] = set()  # required keys a JSON schema run inserted
         self._final_seen = 0  # the largest final_chars() given so far
         self._order: Checker | None = None  # a JSON schema's own order, over the committed text
+        # A JSON schema with keywords its grammar does not enforce: only the validator can tell,
+        # once the text is complete, what must be written again.
+        self._validator_only = any(r.checked for r in grammar.relaxed)
+        self._validator_cuts = 0
 
     @property
     def text(self) -> str:
@@ -164,7 +171,10 @@ class GuideLoop:
         dropped trailing text, so a final part never ends in a blank run it could be part of.
         Under a JSON schema read in any key order, text the schema's own order refuses may be
         taken back when the text is complete (`_settle_schema`): only text in that order is
-        final before the run ends."""
+        final before the run ends. Under a schema with keywords only its validator checks, any
+        value may be taken back then: nothing is final before the run ends."""
+        if self._validator_only:
+            return self._final_seen
         text = self.text
         final = max(self._final, len(text) - REPAIR_LIMITS.max_back)
         while final > self._final and text[final - 1].isspace():
@@ -189,7 +199,8 @@ class GuideLoop:
 
     def step(self) -> Step:
         while self.stop_reason in _COMPLETE and not self._meets_schema():
-            self._settle_schema()
+            if not self._settle_schema():
+                break  # nothing left to try: the run ends, not valid
         if self.stop_reason is not None:
             return "done"
         if self._next == "draft" and len(self.rounds) >= self.options.max_rounds:
@@ -197,41 +208,62 @@ class GuideLoop:
         return self._next
 
     def _meets_schema(self) -> bool:
-        """The complete text is valid under a JSON schema whose drafts are checked in any key
-        order (True for every other grammar: its check already decided)."""
-        return self.grammar.strict is None or self.grammar.matches(self.text)
+        """The complete text is valid under a JSON schema whose grammar is not its whole test
+        (drafts checked in any key order, keywords the grammar does not enforce); True for every
+        other grammar: its check already decided."""
+        return self.grammar.validator is None or self.grammar.matches(self.text)
 
-    def _settle_schema(self) -> None:
-        """The text is complete in any key order but not valid under the JSON schema. A required
-        key that is missing is inserted where its object ends, for the target to write its value
-        (once per key). Anything else (a key twice, a fraction where an integer goes) and from
-        here on the run checks and writes in the schema's own order, cut where that order refuses
-        the text. Either way the text after the cut is taken back and offered for reuse after the
-        correction."""
+    def _settle_schema(self) -> bool:
+        """The text is complete but not valid under the JSON schema. A required key that is
+        missing is inserted where its object ends, for the target to write its value (once per
+        key). Anything else (a key twice, a fraction where an integer goes) and from here on the
+        run checks and writes in the schema's own order, cut where that order refuses the text;
+        where it takes the whole text (the validator refuses what no grammar here enforces), the
+        cut is at the value the validator refuses, and that value is not offered again. Either
+        way the text after the cut is taken back. False when nothing is left to try."""
         validator, strict = self.grammar.validator, self.grammar.strict
-        assert validator is not None and strict is not None  # _meets_schema() holds otherwise
+        if validator is None:
+            raise RuntimeError("no JSON schema validator to settle with")  # _meets_schema() held
         text = self.text
         if self._drop_repeated_member(text):
-            return
-        missing = validator.missing_key(text)
+            return True
+        missing = validator.missing_key(text) if strict is not None else None
+        reuse = True
         if missing is not None and missing.key not in self._inserted_keys:
             self._inserted_keys.add(missing.key)
             at = missing.at
             logger.debug("JSON schema: required key inserted at character %d", at)
         else:
-            self.grammar = strict
-            self.checker = strict.checker()
-            at = self.checker.feed(text)
-            logger.debug("JSON schema not met in any key order: its order from character %d", at)
+            missing = None
+            at = len(text)
+            if strict is not None:
+                self.grammar = strict
+                self.checker = strict.checker()
+                at = self.checker.feed(text)
+                logger.debug(
+                    "JSON schema not met in any key order: its order from character %d", at
+                )
+            if at == len(text):
+                refused = validator.refused_value(text)
+                if (
+                    refused is None
+                    or refused < self._final_seen
+                    or self._validator_cuts >= _MAX_VALIDATOR_CUTS
+                ):
+                    return False
+                self._validator_cuts += 1
+                at, reuse = refused, False
+                logger.debug("JSON schema: the validator refuses the value at character %d", at)
         self._retract(len(text) - at)
         self.checker.rollback(at)
-        if missing is not None and self.grammar is not strict:
+        if missing is not None:
             self.checker.feed(missing.text)
             self._span(missing.text, "edit")
         self._final = min(self._final, at)
-        self._rest, self._rest_is_all = text[at:], True
+        self._rest, self._rest_is_all = (text[at:], True) if reuse else ("", False)
         self.stop_reason = None
         self._next = "correct"
+        return True
 
     def _drop_repeated_member(self, text: str) -> bool:
         """A key its object already has (a repair that wrote an existing key for one the schema

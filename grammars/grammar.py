@@ -25,6 +25,7 @@ from grammars.checks import GrammarLimits, check_lark, check_schema, check_size
 from grammars.errors import GrammarError, TextError
 from grammars.lark_source import translate
 from grammars.prefix import Checker, PrefixCheck, as_text, byte_tokenizer, check
+from grammars.relax import Relaxation, one_of_places, relax
 from grammars.schema import Validator, loosen
 
 __all__ = ["Grammar", "GrammarLimits"]
@@ -151,6 +152,9 @@ class Grammar:
         # is the schema's own grammar, in its order, and `validator` decides a whole document.
         self.strict: Grammar | None = None
         self.validator: Validator | None = None
+        # What of a JSON schema this grammar does not enforce (grammars/relax.py); the validator
+        # decides those keywords whenever one is `checked`.
+        self.relaxed: tuple[Relaxation, ...] = ()
         # Compiled now, so that a grammar the engine refuses fails here, not at its first check.
         pristine = self._pristine_for(byte_tokenizer())
         self.warnings: tuple[str, ...] = (*pristine.get_grammar_warnings(), *warnings)
@@ -270,13 +274,15 @@ class Grammar:
         # Key order is kept: the engine takes an object's properties in the order they are listed.
         text = json.dumps(schema)
         check_size("the JSON schema", len(text.encode("utf-8", "surrogatepass")), limits)
-        try:
-            ll = llguidance.LLMatcher.grammar_from_json_schema(text)
-        except ValueError as exc:
-            raise GrammarError(f"invalid JSON schema: {exc}") from exc
-        strict = cls(ll, kind="json_schema", source=text, limits=limits)
-        loose = loosen(schema)
-        if loose == schema:
+        relaxed, notes = relax(schema)
+        strict, relaxed, notes = cls._schema_grammar(relaxed, notes, text, limits)
+        if notes:
+            logger.info("JSON schema: the grammar does not enforce %s", "; ".join(map(str, notes)))
+        # A superset grammar (a keyword it does not enforce) needs the validator's final word.
+        validator = Validator(schema) if any(n.checked for n in notes) else None
+        strict.relaxed, strict.validator = notes, validator
+        loose = loosen(relaxed)
+        if loose == relaxed:
             return strict
         try:
             drafts = cls(
@@ -289,8 +295,39 @@ class Grammar:
             logger.debug("JSON schema checked in its own order only: %s", exc)
             return strict
         drafts.strict = strict
-        drafts.validator = Validator(schema)
+        drafts.validator = validator or Validator(schema)
+        drafts.relaxed = notes
         return drafts
+
+    @classmethod
+    def _schema_grammar(
+        cls,
+        schema: dict[str, Any],
+        notes: tuple[Relaxation, ...],
+        source: str,
+        limits: GrammarLimits,
+    ) -> tuple[Grammar, dict[str, Any], tuple[Relaxation, ...]]:
+        """The grammar of a (relaxed) schema in its own order, with the schema it was built from
+        and the notes: a `oneOf` the engine refuses is taken as `anyOf` (a superset), noted."""
+        try:
+            ll = llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema))
+            return cls(ll, kind="json_schema", source=source, limits=limits), schema, notes
+        except ValueError as exc:
+            raise GrammarError(f"invalid JSON schema: {exc}") from exc
+        except GrammarError as exc:
+            if "oneOf" not in exc.message:
+                raise
+        options = schema.get("x-guidance")
+        schema = {
+            **schema,
+            "x-guidance": {**(options if isinstance(options, dict) else {}), "coerce_one_of": True},
+        }
+        notes = (*notes, *(Relaxation("oneOf", at) for at in one_of_places(schema)))
+        try:
+            ll = llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema))
+        except ValueError as exc:
+            raise GrammarError(f"invalid JSON schema: {exc}") from exc
+        return cls(ll, kind="json_schema", source=source, limits=limits), schema, notes
 
     @classmethod
     def from_regex(cls, pattern: str, *, limits: GrammarLimits | None = None) -> Grammar:

@@ -6,10 +6,11 @@ target writes in it, but JSON objects are unordered and an API may put the keys 
 write `1.0` for an integer; cutting such a draft would alter what the API meant.
 
 So drafts are checked with a looser grammar (`loosen`): each listed property becomes an exact-name
-pattern property (any order), `required` and the property counts are left to the end, an integer
-may be written as a number. The loose grammar accepts a superset of the schema's documents; a
-complete document is then validated against the schema itself (`Validator`, the `jsonschema`
-package, draft 2020-12, plus no repeated key), which decides whether it is valid.
+pattern property (any order), `required` and the property counts are left to the end (so is a
+`required` whose properties are listed elsewhere: beside a `$ref`, in an `anyOf` branch), an
+integer may be written as a number. The loose grammar accepts a superset of the schema's
+documents; a complete document is then validated against the schema itself (`Validator`, the
+`jsonschema` package, draft 2020-12, plus no repeated key), which decides whether it is valid.
 """
 
 from __future__ import annotations
@@ -71,6 +72,10 @@ def loosen(schema: Any) -> Any:
         out["patternProperties"] = {_exact(name): s for name, s in out.pop("properties").items()}
         for key in _COUNTS:
             out.pop(key, None)
+    elif properties is None:
+        # `required` beside a `$ref`, or in an `anyOf` branch, names keys whose schemas are listed
+        # elsewhere: the engine would want them first.
+        out.pop("required", None)
     return out
 
 
@@ -119,6 +124,22 @@ class Validator:
             separator = ", " if error.instance else ""
             return MissingKey(at, key, f"{separator}{json.dumps(key)}: ")
         return None
+
+    def refused_value(self, text: str) -> int | None:
+        """Where, in a JSON `text`, the value starts that the schema refuses (of the errors, one
+        at the deepest place: the least to write again); None when the text is valid or is not
+        JSON with distinct keys."""
+        value = _load(text)
+        if value is _INVALID:
+            return None
+        errors = list(self._validator.iter_errors(value))
+        if not errors:
+            return None
+        deepest = max(errors, key=lambda e: len(e.absolute_path))
+        at = _skip(text, 0)
+        for step in deepest.absolute_path:
+            at = _member(text, at, step)
+        return at
 
 
 def repeated_member(text: str) -> tuple[int, int] | None:

@@ -221,3 +221,16 @@ def test_an_object_with_very_many_properties_keeps_its_order() -> None:
     schema = {"type": "object", "properties": many}
     assert loosen(schema) == schema
     assert Grammar.from_json_schema(schema).strict is None
+
+
+def test_required_beside_a_reference_is_left_to_the_end() -> None:
+    # The properties are listed where the reference goes: the engine would want "b" first.
+    schema = {
+        "$ref": "#/$defs/pair",
+        "required": ["b"],
+        "$defs": {"pair": {"type": "object", "properties": {"a": {}, "b": {}}}},
+    }
+    assert "required" not in loosen(schema)
+    grammar = Grammar.from_json_schema(schema)
+    assert grammar.matches('{"a": 1, "b": 2}') and grammar.matches('{"b": 2, "a": 1}')
+    assert not grammar.matches('{"a": 1}')
