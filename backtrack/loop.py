@@ -274,12 +274,10 @@ class GuideLoop:
             return False
         start, end = repeated
         tail = text[end:]
-        self._retract(len(tail), shown=False)
-        self._retract(end - start)
+        self._delete(start, end)
         self.checker.rollback(start)
         if self.checker.feed(tail) != len(tail):  # JSON without a member: the same grammar takes it
             raise RuntimeError("the text without a repeated member does not fit the grammar")
-        self._span(tail, "draft")
         self._final = min(self._final, start)
         logger.debug("JSON schema: a repeated key's member deleted at character %d", start)
         return True
@@ -420,25 +418,30 @@ class GuideLoop:
         the trace when not `shown`: text that is read again after an insertion; and always, for
         text a repair inserted)."""
         self._close_span()
-        spans = self._spans
-        i = len(spans)
-        tail: list[Span] = []
-        while chars and i:
-            i -= 1
-            span = spans[i]
-            if span.origin not in OUTPUT_ORIGINS:
-                tail.append(span)
+        total = sum(len(s.text) for s in self._spans if s.origin in OUTPUT_ORIGINS)
+        self._delete(total - chars, total, shown=shown)
+
+    def _delete(self, start: int, end: int, *, shown: bool = True) -> None:
+        """Output characters `start` to `end` become "deleted" spans where they are, in their
+        rounds (see `_retract`)."""
+        self._close_span()
+        spans: list[Span] = []
+        at = 0  # where the span starts in the output
+        for span in self._spans:
+            first, at = at, at + len(span.text) if span.origin in OUTPUT_ORIGINS else at
+            if span.origin not in OUTPUT_ORIGINS or at <= start or first >= end:
+                spans.append(span)
                 continue
-            n = min(chars, len(span.text))
-            chars -= n
-            kept = span.text[: len(span.text) - n]
-            if shown and span.origin != "edit":  # a repair's own text was never the API's
-                tail.append(Span(span.text[len(kept) :], "deleted", span.round))
-            if kept:
-                tail.append(Span(kept, span.origin, span.round))
-        if chars:
+            cut = slice(max(first, start) - first, min(at, end) - first)
+            pieces = [
+                (span.text[: cut.start], span.origin),
+                (span.text[cut] if shown and span.origin != "edit" else "", "deleted"),
+                (span.text[cut.stop :], span.origin),
+            ]
+            spans += [Span(text, origin, span.round) for text, origin in pieces if text]
+        if start < 0 or end > at:
             raise RuntimeError("a repair took back more than the output holds")
-        spans[i:] = reversed(tail)
+        self._spans[:] = spans
 
     def _note_stripped(self, draft: _Draft, stripped: str) -> None:
         self._span(stripped[draft.stripped :], "dropped")

@@ -465,6 +465,29 @@ HEADER = (
 )
 
 
+# A case's slip kind, from its name: the first rule whose word the name contains.
+SLIP_KINDS = (
+    ("truncated", "truncation"),
+    ("unbalanced", "bracket or tag"),
+    ("missing-br", "bracket or tag"),
+    ("end-tag", "bracket or tag"),
+    ("overlapping", "bracket or tag"),
+    ("sql-", "SQL dialect"),
+    ("fenced", "prose or fence around"),
+    ("prose", "prose or fence around"),
+    ("space-after", "separator or blank"),
+    ("quote", "quotes"),
+    ("trailing", "separator or blank"),
+    ("blank", "separator or blank"),
+    ("keys-", "content the grammar refuses"),
+)
+
+
+def slip_kind(case: str) -> str:
+    """The kind of slip a case carries (its first, where it has two)."""
+    return next((kind for word, kind in SLIP_KINDS if word in case), "another language's notation")
+
+
 def summary(outs: list[Outcome], methods: Sequence[str]) -> str:
     lines = [
         f'"near": valid and within {NEAR:.0%} of the clean document\'s length in edit '
@@ -487,6 +510,11 @@ def summary(outs: list[Outcome], methods: Sequence[str]) -> str:
             picked = [o for o in outs if o.method == method and o.grammar == grammar]
             if picked:
                 lines.append(row(f"{grammar}, {method}", picked))
+    lines += ["", "By slip kind:", "", HEADER.replace("| method |", "| slip kind, method |", 1)]
+    for kind in dict.fromkeys(slip_kind(o.case) for o in outs):
+        for method in methods:
+            picked = [o for o in outs if o.method == method and slip_kind(o.case) == kind]
+            lines.append(row(f"{kind}, {method}", picked))
     return "\n".join(lines)
 
 

@@ -796,26 +796,38 @@ def test_slow_tokenizer_is_refused(tokenizer: Any) -> None:
 
 # -- speculation (local_target.speculation) -------------------------------------------------------
 
-# A document that repeats itself, so prompt look-up proposes; random weights refuse most proposals.
-REPEATS = '{"name": "Tom", "colour": "blue", "name2": "Tom", "colour2": "blue", "name3": "T'
+# Texts that repeat themselves, so prompt look-up proposes; random weights refuse most proposals.
+REPEATS = {
+    "json": (
+        JSON,
+        '{"name": "Tom", "colour": "blue", "name2": "Tom", "colour2": "blue", "name3": "T',
+    ),
+    "sqlite": (
+        Grammar.load("sqlite"),
+        "SELECT name, age FROM users WHERE age > 3 AND name = 'x' ORDER BY name, age, ",
+    ),
+}
 
 
+@pytest.mark.parametrize("doc", list(REPEATS))
 @pytest.mark.parametrize("sampling", [Sampling(), Sampling(1.0, seed=3), Sampling(0.7, 0.9, 5)])
 @pytest.mark.parametrize("name", TARGET_IDS)
 def test_speculation_chooses_the_same_tokens_and_keeps_the_kv_invariant(
-    target: Any, name: str, sampling: Sampling
+    target: Any, name: str, sampling: Sampling, doc: str
 ) -> None:
     """Speculation changes the number of forward passes, never the tokens: greedy or seeded
-    sampling, the same draws in the same order. The session holds exactly the text afterwards."""
+    sampling, the same draws in the same order, on two grammars and four tokenizers. The session
+    holds exactly the text afterwards."""
     made = target(name)
+    grammar, text = REPEATS[doc]
     runs = []
     for speculate in (0, 6):
-        session = made.session(PROMPT + REPEATS)
+        session = made.session(PROMPT + text)
         policy = DecodingPolicy(speculate=speculate)
-        c = session.correct(REPEATS, JSON, max_tokens=24, sampling=sampling, policy=policy)
-        assert made.vocab.decode(session.ids[session.prompt_len :]) == (REPEATS + c.text).encode()
+        c = session.correct(text, grammar, max_tokens=24, sampling=sampling, policy=policy)
+        assert made.vocab.decode(session.ids[session.prompt_len :]) == (text + c.text).encode()
         assert_same_logits(session)
-        draft = session.generate(REPEATS, max_tokens=16, sampling=sampling, speculate=speculate)
+        draft = session.generate(text, max_tokens=16, sampling=sampling, speculate=speculate)
         drafted = "".join(draft)
         assert_same_logits(session)
         runs.append((c.tokens, c.flags, drafted))
