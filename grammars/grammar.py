@@ -252,9 +252,10 @@ class Grammar:
 
     @classmethod
     def from_json_schema(
-        cls, schema: dict[str, Any] | str | type, *, limits: GrammarLimits | None = None
+        cls, schema: dict[str, Any] | bool | str | type, *, limits: GrammarLimits | None = None
     ) -> Grammar:
-        """A JSON schema, as a dict, a JSON string, or a pydantic model class."""
+        """A JSON schema, as a dict (or a boolean schema), a JSON string, or a pydantic model
+        class."""
         limits = limits or GrammarLimits()
         if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
             schema = schema.model_json_schema()
@@ -268,8 +269,14 @@ class Grammar:
                 ) from exc
             except RecursionError:
                 raise GrammarError("the JSON schema is nested too deeply to read") from None
+        if schema is True:  # JSON Schema's boolean schemas: `true` takes any document
+            schema = {}
+        elif schema is False:
+            raise GrammarError("the JSON schema `false` has no instance: no document is valid")
         if not isinstance(schema, dict):
-            raise GrammarError(f"a JSON schema must be an object, not {type(schema).__name__}")
+            raise GrammarError(
+                f"a JSON schema must be an object or a boolean, not {type(schema).__name__}"
+            )
         check_schema(schema, limits)
         # Key order is kept: the engine takes an object's properties in the order they are listed.
         text = json.dumps(schema)

@@ -41,6 +41,17 @@ _DROPPED = (
 _ONE = ("items", "additionalItems", "additionalProperties")
 _LIST = ("anyOf", "oneOf", "allOf", "prefixItems", "items")
 _MAP = ("properties", "patternProperties", "$defs", "definitions")
+# Counts the engine takes only as integers, though JSON Schema takes any integral number (`2.0`).
+_COUNTS = (
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "minProperties",
+    "maxProperties",
+    "minContains",
+    "maxContains",
+)
 
 
 @dataclass(frozen=True)
@@ -127,6 +138,32 @@ def _overlaps(names: list[str], patterns: list[str]) -> bool:
     return False
 
 
+def _names_a_resource(node: Any) -> bool:
+    """Some schema in `node` has an `$id` or an `$anchor`."""
+    if isinstance(node, list):
+        return any(_names_a_resource(v) for v in node)
+    if not isinstance(node, dict):
+        return False
+    return any(
+        k in ("$id", "$anchor") or (k not in ("enum", "const") and _names_a_resource(v))
+        for k, v in node.items()
+    )
+
+
+def _normalise_node(node: dict[str, Any]) -> bool:
+    """Write what the engine refuses in a form it takes, with the same meaning: an integral
+    count as an integer, and no `uniqueItems: false` (no constraint). Whether anything changed."""
+    changed = False
+    for key in _COUNTS:
+        value = node.get(key)
+        if isinstance(value, float) and value.is_integer():
+            node[key], changed = int(value), True
+    if node.get("uniqueItems") is False:
+        del node["uniqueItems"]
+        changed = True
+    return changed
+
+
 def _relax_node(node: dict[str, Any], path: tuple[str, ...], notes: list[Relaxation]) -> None:
     where = _pointer(path)
     for group in _DROPPED:
@@ -134,7 +171,12 @@ def _relax_node(node: dict[str, Any], path: tuple[str, ...], notes: list[Relaxat
         if present:
             notes.append(Relaxation("/".join(present), where))
             for key in present:
-                del node[key]
+                dropped = node.pop(key)
+                if _names_a_resource(dropped):
+                    # a `$ref` elsewhere may name a schema in it by its `$id` or `$anchor`
+                    defs = node.setdefault("$defs", {})
+                    if isinstance(defs, dict):
+                        defs[f"backtrack-dropped-{key}"] = dropped
     if node.pop("uniqueItems", False) is True:
         notes.append(Relaxation("uniqueItems", where))
     form = node.get("format")
@@ -160,9 +202,11 @@ def _relax_node(node: dict[str, Any], path: tuple[str, ...], notes: list[Relaxat
 
 def relax(schema: dict[str, Any]) -> tuple[dict[str, Any], tuple[Relaxation, ...]]:
     """A copy of `schema` without what the engine cannot enforce (a superset of its documents),
-    and what was taken out, where. The schema itself when nothing is."""
+    and what was taken out, where; what the engine refuses only for its form (`maxItems: 2.0`)
+    is rewritten, unnoted. The schema itself when nothing changes."""
     out = copy.deepcopy(schema)
     notes: list[Relaxation] = []
+    changed = False
     seen: set[int] = set()
     stack: list[tuple[Any, tuple[str, ...]]] = [(out, ())]
     while stack:
@@ -170,6 +214,7 @@ def relax(schema: dict[str, Any]) -> tuple[dict[str, Any], tuple[Relaxation, ...
         if not isinstance(node, dict) or id(node) in seen:
             continue
         seen.add(id(node))
+        changed |= _normalise_node(node)
         _relax_node(node, path, notes)
         # referenced subschemas may sit where no keyword puts a schema (`#/components/...`)
         target = _resolve(out, node.get("$ref"))
@@ -177,7 +222,7 @@ def relax(schema: dict[str, Any]) -> tuple[dict[str, Any], tuple[Relaxation, ...
             stack.append(target)
         stack.extend(reversed(list(_children(node, path))))
     if not notes:
-        return schema, ()
+        return (out if changed else schema), ()
     notes.sort(key=lambda n: (n.at, n.keyword))
     return out, tuple(notes)
 

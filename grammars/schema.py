@@ -6,15 +6,18 @@ target writes in it, but JSON objects are unordered and an API may put the keys 
 write `1.0` for an integer; cutting such a draft would alter what the API meant.
 
 So drafts are checked with a looser grammar (`loosen`): each listed property becomes an exact-name
-pattern property (any order), `required` and the property counts are left to the end (so is a
-`required` whose properties are listed elsewhere: beside a `$ref`, in an `anyOf` branch), an
-integer may be written as a number. The loose grammar accepts a superset of the schema's
+pattern property (any order, also across the `allOf` branches and `$ref`s the engine merges),
+`required` and the property counts are left to the end (so is a `required` whose properties are
+listed elsewhere: beside a `$ref`, in an `anyOf` branch), an integer may be written as a number,
+and a `const` or `enum` value is matched by value (its keys in any order; a number near it, which
+takes `1.0` for 1). The loose grammar accepts a superset of the schema's
 documents; a complete document is then validated against the schema itself (`Validator`, the
 `jsonschema` package, draft 2020-12, plus no repeated key), which decides whether it is valid.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,7 +45,8 @@ def _exact(name: str) -> str:
 
 
 def loosen(schema: Any) -> Any:
-    """`schema` with every object's properties in any order and integers as numbers (a copy).
+    """`schema` with every object's properties in any order, integers as numbers and `const` and
+    `enum` values matched by value (a copy).
     An object that already has pattern properties keeps its own order (llguidance needs them
     disjoint, which an exact name may not be), and so does one with more than MAX_ANY_ORDER."""
     if isinstance(schema, list):
@@ -50,6 +54,14 @@ def loosen(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return schema
     out = dict(schema)
+    # A `const` or `enum` value is matched by value, not as the text the engine would write.
+    by_value = []
+    if "const" in out and not _plain(out["const"]):
+        by_value.append(_by_value(out.pop("const")))
+    if isinstance(out.get("enum"), list) and not all(_plain(v) for v in out["enum"]):
+        by_value.append({"anyOf": [_by_value(v) for v in out.pop("enum")]})
+    if by_value:
+        out["allOf"] = [*out.get("allOf", []), *by_value]
     for key in _ONE:
         if isinstance(out.get(key), dict):
             out[key] = loosen(out[key])
@@ -66,7 +78,7 @@ def loosen(schema: Any) -> Any:
     properties = out.get("properties")
     if (
         isinstance(properties, dict)
-        and 1 < len(properties) <= MAX_ANY_ORDER
+        and 0 < len(properties) <= MAX_ANY_ORDER
         and "patternProperties" not in out
     ):
         out["patternProperties"] = {_exact(name): s for name, s in out.pop("properties").items()}
@@ -79,11 +91,51 @@ def loosen(schema: Any) -> Any:
     return out
 
 
+def _plain(value: Any) -> bool:
+    """A JSON value with one way to write it (escapes aside): a string, a boolean or null."""
+    return value is None or isinstance(value, str | bool)
+
+
+def _by_value(value: Any) -> dict[str, Any]:
+    """A schema of the JSON values equal to `value` (a superset: the validator decides): an
+    object's keys in any order, a number written any way (`1.0` for 1)."""
+    if _plain(value):
+        return {"const": value}
+    if isinstance(value, int | float):
+        # The engine takes a range with equal ends as the integer alone (`1.0` is cut) and
+        # misreads ranges past 2**53: a window around the number, or past that any number.
+        if abs(value) < 2**53:
+            return {"type": "number", "exclusiveMinimum": value - 1, "exclusiveMaximum": value + 1}
+        return {"type": "number"}
+    if isinstance(value, list):
+        items = [_by_value(v) for v in value]
+        return {"type": "array", "prefixItems": items, "items": False, "minItems": len(items)}
+    return {
+        "type": "object",
+        "properties": {name: _by_value(v) for name, v in value.items()},
+        "required": list(value),
+        "additionalProperties": False,
+    }
+
+
 def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     keys = [k for k, _ in pairs]
     if len(set(keys)) != len(keys):
         raise ValueError("a key is repeated")
     return dict(pairs)
+
+
+@functools.lru_cache(maxsize=8)
+def _with_dependencies(cls: Any) -> Any:
+    """The validator class `cls`, reading `dependencies` too: draft 2019-09 split it in two and
+    dropped it, but a schema that still uses it means it (JSON-Schema-Test-Suite's optional
+    dependencies-compatibility.json expects it enforced)."""
+    import jsonschema
+
+    if "dependencies" in cls.VALIDATORS:
+        return cls
+    legacy = jsonschema.Draft7Validator.VALIDATORS["dependencies"]
+    return jsonschema.validators.extend(cls, {"dependencies": legacy})
 
 
 @dataclass(frozen=True)
@@ -103,7 +155,7 @@ class Validator:
         import jsonschema
 
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        self._validator = cls(schema)
+        self._validator = _with_dependencies(cls)(schema)
 
     def __call__(self, text: str) -> bool:
         value = _load(text)

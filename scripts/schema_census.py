@@ -31,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,21 +84,27 @@ def list_files(args: argparse.Namespace) -> list[str]:
 def read_files(args: argparse.Namespace, names: list[str]) -> dict[str, Any]:
     if args.folder:
         return {n: json.loads((Path(args.folder) / n).read_text(encoding="utf-8")) for n in names}
-    # One `git cat-file --batch` for every file: one process, not one per schema.
-    request = "".join(f"{args.rev}:{DATA}/{n}\n" for n in names).encode()
+    found = read_git_json(args.git_dir, args.rev, [f"{DATA}/{n}" for n in names])
+    return {n: found[f"{DATA}/{n}"] for n in names}
+
+
+def read_git_json(git_dir: str, rev: str, paths: list[str]) -> dict[str, Any]:
+    """The JSON files at `paths` in commit `rev` of the git directory, read by path."""
+    # One `git cat-file --batch` for every file: one process, not one per file.
+    request = "".join(f"{rev}:{path}\n" for path in paths).encode()
     raw = subprocess.run(
-        ["git", f"--git-dir={args.git_dir}", "cat-file", "--batch"],
+        ["git", f"--git-dir={git_dir}", "cat-file", "--batch"],
         input=request,
         check=True,
         capture_output=True,
     ).stdout
     files: dict[str, Any] = {}
     at = 0
-    for name in names:
+    for path in paths:
         end = raw.index(b"\n", at)
         header = raw[at:end].split()
         size = int(header[2])
-        files[name] = json.loads(raw[end + 1 : end + 1 + size])
+        files[path] = json.loads(raw[end + 1 : end + 1 + size])
         at = end + 1 + size + 1
     return files
 
@@ -191,30 +198,43 @@ def why_refused(grammar: Any, schema: dict[str, Any], text: str) -> str:
     return f"cut: {before!r} | {text[check.chars : check.chars + 20]!r}"
 
 
-def _worker(conn: multiprocessing.connection.Connection) -> None:
+def _worker(conn: multiprocessing.connection.Connection, work: Callable[[str, Any], Any]) -> None:
     while True:
         task = conn.recv()
         if task is None:
             return
-        conn.send(judge(*task))
+        conn.send(work(*task))
+
+
+def _lost(name: str, status: str, seconds: float) -> Result:
+    return Result(name, name.split("---")[0], status, seconds=seconds)
 
 
 class Pool:
-    """Worker processes that each judge one schema at a time; one past `timeout` is killed."""
+    """Worker processes that each run `work(name, entry)` on one task at a time; one past
+    `timeout` is killed. `lost(name, status, seconds)` stands for the result of a task whose
+    worker was killed ("timeout") or died ("crash"). `work` and the results must be picklable:
+    module-level, in a module the workers can import."""
 
-    def __init__(self, jobs: int, timeout: float) -> None:
-        self.timeout = timeout
+    def __init__(
+        self,
+        jobs: int,
+        timeout: float,
+        work: Callable[[str, Any], Any] = judge,
+        lost: Callable[[str, str, float], Any] = _lost,
+    ) -> None:
+        self.timeout, self.work, self.lost = timeout, work, lost
         self.context = multiprocessing.get_context("spawn")
         self.idle = [self._start() for _ in range(jobs)]
 
     def _start(self) -> tuple[Any, multiprocessing.connection.Connection]:
         here, there = self.context.Pipe()
-        process = self.context.Process(target=_worker, args=(there,), daemon=True)
+        process = self.context.Process(target=_worker, args=(there, self.work), daemon=True)
         process.start()
         return process, here
 
-    def run(self, tasks: list[tuple[str, dict[str, Any]]]) -> list[Result]:
-        results: list[Result] = []
+    def run(self, tasks: list[tuple[str, Any]]) -> list[Any]:
+        results: list[Any] = []
         queue = list(reversed(tasks))
         busy: dict[Any, tuple[Any, str, float]] = {}  # conn -> (process, name, started)
         while queue or busy:
@@ -230,7 +250,7 @@ class Pool:
                     results.append(conn.recv())  # type: ignore[union-attr]
                     self.idle.append((process, conn))
                 except EOFError:  # the worker died (a crash in the engine)
-                    results.append(Result(name, name.split("---")[0], "crash"))
+                    results.append(self.lost(name, "crash", 0.0))
                     self.idle.append(self._start())
             now = time.monotonic()
             for conn, (process, name, started) in list(busy.items()):
@@ -238,9 +258,7 @@ class Pool:
                     process.kill()
                     process.join()
                     del busy[conn]
-                    results.append(
-                        Result(name, name.split("---")[0], "timeout", seconds=self.timeout)
-                    )
+                    results.append(self.lost(name, "timeout", self.timeout))
                     self.idle.append(self._start())
             done = len(results)
             if done and done % 100 == 0 and ready:

@@ -274,10 +274,17 @@ def test_load_names_the_grammar():
         ),
         pytest.param(
             lambda: Grammar.from_json_schema("[1, 2]"),
-            "a JSON schema must be an object, not list",
+            "a JSON schema must be an object or a boolean, not list",
             None,
             None,
             id="schema-not-object",
+        ),
+        pytest.param(
+            lambda: Grammar.from_json_schema("false"),
+            "the JSON schema `false` has no instance",
+            None,
+            None,
+            id="schema-false",
         ),
         pytest.param(
             lambda: Grammar.from_json_schema({"type": "foo"}),

@@ -206,6 +206,49 @@ def test_relaxations_name_where_they_are_and_follow_references() -> None:
     assert not grammar.matches('{"a": 4}') and not grammar.matches('{"b": [1, 1]}')
 
 
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        pytest.param({"maxItems": 2.0}, "[1, 2]", "[1, 2, 3]", id="an-integral-decimal-count"),
+        pytest.param({"minLength": 2.0}, '"ab"', '"a"', id="an-integral-decimal-length"),
+        pytest.param(
+            {"type": "array", "uniqueItems": False}, "[1, 1]", "{}", id="uniqueItems-false"
+        ),
+    ],
+)
+def test_a_keyword_the_engine_refuses_only_for_its_form_is_rewritten(
+    schema: dict[str, Any], valid: str, invalid: str
+) -> None:
+    relaxed, notes = relax(schema)
+    assert notes == () and relaxed is not schema  # a copy, rewritten
+    grammar = Grammar.from_json_schema(schema)
+    assert grammar.matches(valid) and not grammar.matches(invalid)
+
+
+def test_a_schema_named_inside_a_dropped_keyword_is_still_found() -> None:
+    # From JSON-Schema-Test-Suite: a `$ref` by `$id` to a schema that sits inside a `not`.
+    schema = {
+        "$id": "http://example.com/a.json",
+        "$defs": {
+            "x": {
+                "$id": "http://example.com/b/c.json",
+                "not": {"$defs": {"y": {"$id": "d.json", "type": "number"}}},
+            }
+        },
+        "allOf": [{"$ref": "http://example.com/b/d.json"}],
+    }
+    grammar = Grammar.from_json_schema(schema)
+    assert grammar.matches("1") and not grammar.matches('"a"')
+
+
+def test_boolean_schemas() -> None:
+    anything = Grammar.from_json_schema(True)
+    assert anything.matches('{"a": [1]}') and anything.matches("null")
+    assert Grammar.from_json_schema("true").matches("2")
+    with pytest.raises(GrammarError, match="no instance"):
+        Grammar.from_json_schema(False)
+
+
 def test_a_property_named_like_a_keyword_is_not_touched() -> None:
     schema = {"type": "object", "properties": {"not": {"type": "integer"}}, "required": ["not"]}
     relaxed, notes = relax(schema)
@@ -274,3 +317,18 @@ def test_a_run_that_keeps_breaking_such_a_keyword_ends_not_valid() -> None:
     result = run(UNIQUE, '["a", "a"]', target)
     assert (result.text, result.complete, result.valid) == ('["a", "a"]', True, False)
     assert len(target.calls) == 3
+
+
+@pytest.mark.parametrize("dialect", [None, "https://json-schema.org/draft/2020-12/schema"])
+def test_dependencies_is_enforced_in_any_dialect(dialect: str | None) -> None:
+    # The 2020-12 validator alone ignores it (JSON-Schema-Test-Suite, optional/
+    # dependencies-compatibility.json, expects it enforced).
+    schema: dict[str, Any] = {
+        "type": "object",
+        "dependencies": {"a": ["b"], "c": {"required": ["d"]}},
+    }
+    if dialect:
+        schema["$schema"] = dialect
+    grammar = Grammar.from_json_schema(schema)
+    assert grammar.matches('{"a": 1, "b": 2}') and grammar.matches('{"c": 1, "d": 2}')
+    assert not grammar.matches('{"a": 1}') and not grammar.matches('{"c": 1}')

@@ -234,3 +234,68 @@ def test_required_beside_a_reference_is_left_to_the_end() -> None:
     grammar = Grammar.from_json_schema(schema)
     assert grammar.matches('{"a": 1, "b": 2}') and grammar.matches('{"b": 2, "a": 1}')
     assert not grammar.matches('{"a": 1}')
+
+
+# Each from JSON-Schema-Test-Suite (draft 2020-12), where the draft grammar cut a valid document
+# (scripts/schema_suite.py): (schema, valid documents, invalid documents).
+BY_VALUE = [
+    pytest.param({"const": 1}, ["1", "1.0"], ["2", "true", "1.5"], id="const-number"),
+    pytest.param({"const": -2.0}, ["-2", "-2.0"], ["2", "-2.5"], id="const-negative-float"),
+    pytest.param({"enum": [0, "a"]}, ['"a"', "0", "0.0"], ["false", '"b"', "1"], id="enum-number"),
+    pytest.param({"enum": [[0]]}, ["[0]", "[0.0]"], ["[false]", "[0, 0]", "[]"], id="enum-array"),
+    pytest.param(
+        {"const": {"foo": "bar", "baz": "bax"}},
+        ['{"foo": "bar", "baz": "bax"}', '{"baz": "bax", "foo": "bar"}'],
+        ['{"foo": "bar"}', '{"baz": "bax", "foo": "bar", "x": 1}'],
+        id="const-object-any-order",
+    ),
+    pytest.param(
+        {"const": 9007199254740992},
+        ["9007199254740992", "9007199254740992.0"],
+        ["9007199254740993", "1"],
+        id="const-past-2**53",
+    ),
+]
+
+
+@pytest.mark.parametrize(("schema", "valid", "invalid"), BY_VALUE)
+def test_const_and_enum_match_by_value(
+    schema: dict[str, Any], valid: list[str], invalid: list[str]
+) -> None:
+    grammar = Grammar.from_json_schema(schema)
+    assert [t for t in valid if not grammar.matches(t)] == []
+    assert [t for t in invalid if grammar.matches(t)] == []
+
+
+def test_a_string_enum_is_kept_as_the_engine_writes_it() -> None:
+    schema = {"type": "string", "enum": ["a", "b"]}
+    assert loosen(schema) == schema
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        pytest.param(
+            {
+                "allOf": [
+                    {"properties": {"bar": {"type": "integer"}}, "required": ["bar"]},
+                    {"properties": {"foo": {"type": "string"}}, "required": ["foo"]},
+                ]
+            },
+            id="allOf",
+        ),
+        pytest.param(
+            {
+                "$ref": "#/$defs/bar",
+                "properties": {"foo": {"type": "string"}},
+                "unevaluatedProperties": False,
+                "$defs": {"bar": {"properties": {"bar": {"type": "integer"}}}},
+            },
+            id="beside-a-ref",
+        ),
+    ],
+)
+def test_properties_merged_from_several_places_come_in_any_order(schema: dict[str, Any]) -> None:
+    grammar = Grammar.from_json_schema(schema)
+    assert grammar.matches('{"foo": "a", "bar": 2}') and grammar.matches('{"bar": 2, "foo": "a"}')
+    assert not grammar.matches('{"foo": 1, "bar": 2}')
