@@ -540,6 +540,13 @@ class GuideLoop:
         self._draft = None
         self.stop_reason = "error"
 
+    def stopped(self, error: BaseException, *, retries: int) -> None:
+        """The run was stopped from outside (a time limit): a draft round under way ends as
+        failed (`draft_failed`); what was committed stays, the run ends."""
+        if self._draft is not None:
+            self.draft_failed(error, retries=retries)
+        self.stop_reason = "error"
+
     def _drop_final_blanks(self) -> None:
         """Blanks that end a complete text before dropped trailing text, where the grammar would
         take nothing but blanks after the text without them (the newline before a closing
