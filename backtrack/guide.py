@@ -1,4 +1,5 @@
-"""guide() and aguide(): the two short shells that perform the driver's effects (backtrack.driver).
+"""guide() and aguide(): the two short shells that perform the driver's effects (backtrack.driver);
+AsyncGuideRun is aguide's, as an object that a caller can stop and still take the partial result.
 
 Each draft round is retried as a whole: a stream that drops midway resumes from the text
 committed so far. An error that ends the run carries the partial GuideResult (`exc.partial`):
@@ -38,6 +39,10 @@ CHECK_SLICE = 1024
 # one run's long repair search does not hold up the others' checks (the GIL gives them turns),
 # apart from the default executor, where corrections wait for the target's lock.
 CHECK_THREADS = 8
+# A chunk this short that only needs checking (no search: GuideLoop.checks_only) is checked on the
+# loop: tens of microseconds, less than a thread's round trip, which would cost most when chunks
+# are small and many.
+INLINE_CHECK = 64
 _checks: ThreadPoolExecutor | None = None
 _checks_lock = threading.Lock()
 
@@ -123,8 +128,9 @@ async def aguide(
 ) -> GuideResult:
     """The async twin of guide(): drafts stream with `await`; the CPU work runs in worker threads,
     never on the event loop: checks and repair searches (the run's steps) in aguide's own
-    (CHECK_THREADS), the local model's corrections in the default executor. `on_text` is called
-    on the event loop's thread. Cancelled, the run stops at once: a step under way in a thread
+    (CHECK_THREADS), the local model's corrections in the default executor. Only a short chunk
+    that needs no search is checked on the loop (INLINE_CHECK). `on_text` is called on the event
+    loop's thread. Cancelled, the run stops at once: a step under way in a thread
     ends there unseen, a correction stops before its next forward pass."""
     run = AsyncGuideRun(
         generate_fn,
@@ -230,7 +236,12 @@ class AsyncGuideRun:
         stream = await drafter.adraft(effect.request)
         try:
             async for chunk in stream:
-                if not await self._off_loop(_feed, run, chunk, stream.stripped):
+                if len(chunk) <= INLINE_CHECK and run.loop.checks_only(chunk):
+                    more = run.feed(chunk, stream.stripped)
+                    self._hand_on()
+                else:
+                    more = await self._off_loop(_feed, run, chunk, stream.stripped)
+                if not more:
                     break
         finally:
             await stream.aclose()

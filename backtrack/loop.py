@@ -287,6 +287,16 @@ class GuideLoop:
         draft.read += len(chunk)
         return self._take(draft, chunk) and not draft.over_budget
 
+    def checks_only(self, chunk: str) -> bool:
+        """`on_chunk(chunk)` would only check the chunk: no search for where the answer starts
+        or for a repair can run in it. (A check costs microseconds a character; a repair search
+        on a large grammar, up to a few hundred milliseconds.)"""
+        draft = self._draft
+        if draft is None or draft.seeker is not None or draft.pending is not None:
+            return False
+        window = self.options.repair_window
+        return window == 0 or len(chunk) < window  # a cut in it cannot read a window past it
+
     def _take(self, draft: _Draft, chunk: str) -> bool:
         if draft.seeker is not None:
             return self._seek_start(draft, draft.seeker.feed(chunk), final=False)

@@ -27,7 +27,8 @@ import pytest
 from serve_server import running
 from servers import MockServer, Reply, error, text
 
-from backtrack.loop import GuideLoop
+import backtrack.loop
+from backtrack.repair import search
 from backtrack.serve import ServeConfig, ServeLimits
 from grammars import Grammar
 from providers.errors import redact
@@ -527,19 +528,19 @@ async def test_concurrent_guided_clients_get_their_own_replies(serve: Serve, ope
 def test_a_slow_check_holds_up_no_other_request(
     serve: Serve, openai_server: Any, monkeypatch: pytest.MonkeyPatch
 ):
-    """A guided run checks and repairs off the event loop: while its check of a chunk is held
-    (on an event here, as a long repair search would hold it), /health and a pass-through
-    request are answered. Were the check on the loop, both would wait for it and time out."""
+    """A guided run searches for its repairs off the event loop: while its search for the edit
+    at SLIP's slip is held (on an event here, as a large grammar's search would hold it), /health
+    and a pass-through request are answered. Were the search on the loop, both would wait for it
+    and time out."""
     url = serve()
     held, release = threading.Event(), threading.Event()
-    on_chunk = GuideLoop.on_chunk
 
-    def slow(self: GuideLoop, chunk: str, **kwargs: Any) -> bool:
+    def slow(*args: Any, **kwargs: Any) -> Any:
         held.set()
         release.wait(30)
-        return on_chunk(self, chunk, **kwargs)
+        return search(*args, **kwargs)
 
-    monkeypatch.setattr(GuideLoop, "on_chunk", slow)
+    monkeypatch.setattr(backtrack.loop, "search", slow)
     openai_server.script(text(SLIP), text("plain words"))
     guided_client, plain_client = oai(url), oai(url).with_options(timeout=5)
     with ThreadPoolExecutor(1) as pool:
@@ -550,7 +551,7 @@ def test_a_slow_check_holds_up_no_other_request(
             response_format=JSON_SCHEMA,
         )
         try:
-            assert held.wait(10), "the guided run never checked a chunk"
+            assert held.wait(10), "the guided run never searched for a repair"
             assert http().get(f"{url}/health", timeout=5).status_code == 200
             plain = plain_client.chat.completions.create(model="m", messages=MESSAGES)
             assert plain.choices[0].message.content == "plain words"
