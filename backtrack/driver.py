@@ -107,6 +107,7 @@ class Run:
         )
         self._session: TargetSession | None = None
         self._effects: Generator[Effect, Outcome, GuideResult] | None = None
+        self._retries = 0  # of the draft round under way
 
     def prepare(self) -> None:
         """Load what the run needs before its first draft: the shared session, when the drafter
@@ -162,6 +163,14 @@ class Run:
         run, raised here with its partial result)."""
         return self._resume(lambda steps: steps.throw(failure))
 
+    def stop(self, error: Exception) -> GuideResult:
+        """End the run from outside (its time limit), between two steps: the result so far, a
+        draft round under way recorded as failed with `error`. The run takes no more steps."""
+        if self._effects is not None:
+            self._effects.close()
+        self.loop.stopped(error, retries=self._retries)
+        return self.loop.result()
+
     def _resume(
         self, step: Callable[[Generator[Effect, Outcome, GuideResult]], Effect]
     ) -> Effect | GuideResult:
@@ -199,6 +208,7 @@ class Run:
         """One draft round, retried as a whole from the committed text while the policy says so."""
         loop = self.loop
         attempt = 1
+        self._retries = 0
         while True:
             try:
                 stream = yield Draft(loop.draft_request())
@@ -222,6 +232,7 @@ class Run:
                 )
                 yield Wait(wait)
                 attempt += 1
+                self._retries = attempt - 1
         loop.end_draft(
             finish_reason=stream.finish_reason,
             input_tokens=stream.usage.input_tokens,

@@ -318,6 +318,16 @@ class GuideLoop:
         draft.read += len(chunk)
         return self._take(draft, chunk) and not draft.over_budget
 
+    def checks_only(self, chunk: str) -> bool:
+        """`on_chunk(chunk)` would only check the chunk: no search for where the answer starts
+        or for a repair can run in it. (A check costs microseconds a character; a repair search
+        on a large grammar, up to a few hundred milliseconds.)"""
+        draft = self._draft
+        if draft is None or draft.seeker is not None or draft.pending is not None:
+            return False
+        window = self.options.repair_window
+        return window == 0 or len(chunk) < window  # a cut in it cannot read a window past it
+
     def _take(self, draft: _Draft, chunk: str) -> bool:
         if draft.seeker is not None:
             return self._seek_start(draft, draft.seeker.feed(chunk), final=False)
@@ -574,6 +584,13 @@ class GuideLoop:
             )
         )
         self._draft = None
+        self.stop_reason = "error"
+
+    def stopped(self, error: BaseException, *, retries: int) -> None:
+        """The run was stopped from outside (a time limit): a draft round under way ends as
+        failed (`draft_failed`); what was committed stays, the run ends."""
+        if self._draft is not None:
+            self.draft_failed(error, retries=retries)
         self.stop_reason = "error"
 
     def _drop_final_blanks(self) -> None:

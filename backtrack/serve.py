@@ -9,14 +9,19 @@ A request without a grammar goes upstream untouched, streamed or not. One with a
 (backtrack.serve_fields) is guided: the upstream drafts through the provider SDK, the local
 target corrects, and the reply comes in the protocol's own shape with a `backtrack` summary;
 `stream: true` sends the text as it becomes final (guide's `on_text`), the summary on the last
-event. Guided runs are `aguide()` on the server's event loop: upstream calls are awaited, the
-target's forward passes run in worker threads and take the target's lock one at a time, so one
-loaded target serves every request. A client that hangs up mid-stream, or a request past its
-time limit, cancels its run (the upstream stream is closed, a correction stops before its next
-forward pass).
+event. Guided runs are aguide's (`AsyncGuideRun`) on the server's event loop: upstream calls are
+awaited there, while checks and repair searches run in aguide's check threads and the target's
+forward passes in worker threads that take the target's lock one at a time, so one slow run holds
+up no other request and one loaded target serves every request. A client that hangs up (mid-stream
+or while waiting for a whole reply) cancels its run: the upstream stream is closed, a correction
+stops before its next forward pass.
 
 Limits (ServeLimits) answer in the protocol's error shape: a body past `max_body_bytes` 413, a
-grammar past `max_grammar_bytes` or `compile_seconds` 400, a run past `timeout` 504.
+grammar past `max_grammar_bytes` or `compile_seconds` 400, a run past `timeout` 504 with the
+partial result, as an upstream failure's error carries it.
+
+Each request is handled inside `providers.errors.scoped_keys` with the keys it brings: every error
+message made for it masks them, and the process forgets them after it.
 """
 
 from __future__ import annotations
@@ -26,10 +31,11 @@ import contextlib
 import json
 import logging
 import math
+import traceback
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from starlette.applications import Starlette
@@ -37,10 +43,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from backtrack.guide import aguide
+from backtrack.guide import AsyncGuideRun
 from backtrack.options import GuideOptions, resolve
 from backtrack.result import GuideResult
-from backtrack.serve_errors import RequestError, ServeError, to_serve_error
+from backtrack.serve_errors import RequestError, ServeError, timed_out, to_serve_error
 from backtrack.serve_fields import Asked, GrammarSpec, take_fields
 from backtrack.serve_protocol import (
     PROTOCOLS,
@@ -53,6 +59,7 @@ from backtrack.serve_protocol import (
 )
 from backtrack.serve_upstream import Upstream
 from grammars import Grammar, GrammarLimits
+from providers.errors import redact, scoped_keys
 
 if TYPE_CHECKING:
     from local_target import LocalTarget
@@ -61,6 +68,10 @@ logger = logging.getLogger(__name__)
 
 # Compiled grammars kept for requests that send the same one again.
 _GRAMMAR_CACHE = 64
+# The status logged for a request whose client hung up before its reply (nginx's; never sent).
+_CLIENT_GONE = 499
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -151,13 +162,23 @@ class _Server:
 
     def endpoint(self, protocol: Protocol) -> Any:
         async def handle(request: Request) -> Response:
-            try:
-                return await self._post(request, protocol)
-            except ServeError as exc:
-                return _error(protocol, exc)
-            except Exception:
-                logger.exception("%s: unexpected failure", protocol.path)
-                return _error(protocol, ServeError(500, "internal error", code="internal_error"))
+            with scoped_keys(*self.upstream.keys(request.headers)):
+                try:
+                    return await self._post(request, protocol)
+                except ServeError as exc:
+                    return _error(protocol, exc)
+                except Exception as exc:
+                    # The message masked; the traceback (which would quote it) left out.
+                    where = traceback.extract_tb(exc.__traceback__)[-1]
+                    logger.error(
+                        "%s: unexpected failure at %s:%s: %s",
+                        protocol.path,
+                        where.filename,
+                        where.lineno,
+                        redact(f"{type(exc).__name__}: {exc}"),
+                    )
+                    error = ServeError(500, "internal error", code="internal_error")
+                    return _error(protocol, error)
 
         return handle
 
@@ -215,45 +236,63 @@ class _Server:
         drafter = protocol.drafter(self.upstream.client(request.headers), guided)
         logger.info("%s: guided (%s from %s)", protocol.path, grammar.kind, spec.field)
 
-        async def run(on_text: Any = None) -> GuideResult:
-            with anyio.fail_after(self.config.limits.timeout):
-                return await aguide(
-                    drafter,
-                    grammar,
-                    prompt=guided.prompt,
-                    target=self.target,
-                    options=options,
-                    on_text=on_text,
-                )
+        limit = self.config.limits.timeout
+
+        async def run(on_text: Callable[[str], None] | None = None) -> GuideResult:
+            guide = AsyncGuideRun(
+                drafter,
+                grammar,
+                prompt=guided.prompt,
+                target=self.target,
+                options=options,
+                on_text=on_text,
+            )
+            with anyio.move_on_after(limit):
+                return await guide.result()
+            partial = await guide.stop(TimeoutError(f"the server's time limit ({limit:g} s)"))
+            raise timed_out(limit, partial)
 
         if asked.body.get("stream") is True:
-            return await self._stream(protocol, guided, asked, run)
+            return await self._stream(request, protocol, guided, asked, run)
         try:
-            result = await run()
+            done = await _unless_hung_up(request, run())
         except Exception as exc:
             raise to_serve_error(exc) from exc
-        extra = summary(result, html=asked.trace_html)
-        return JSONResponse(protocol.reply(guided, result, extra))
+        if done is None:
+            return _gone(protocol)
+        extra = summary(done.value, html=asked.trace_html)
+        return JSONResponse(protocol.reply(guided, done.value, extra))
 
-    async def _stream(self, protocol: Protocol, guided: Guided, asked: Asked, run: Any) -> Response:
+    async def _stream(
+        self,
+        request: Request,
+        protocol: Protocol,
+        guided: Guided,
+        asked: Asked,
+        run: Callable[[Callable[[str], None]], Coroutine[Any, Any, GuideResult]],
+    ) -> Response:
         """The run's text as events, each piece as soon as it is final. Nothing is sent before
         the first piece: a run that fails before it answers with its error status instead."""
         pieces: asyncio.Queue[str | None] = asyncio.Queue()
+        keys = self.upstream.keys(request.headers)
 
         async def work() -> GuideResult:
             try:
-                result: GuideResult = await run(pieces.put_nowait)
-                return result
+                return await run(pieces.put_nowait)
             finally:
                 pieces.put_nowait(None)
 
         task = asyncio.create_task(work())
         task.add_done_callback(_retrieve)
         try:
-            first = await pieces.get()
+            got = await _unless_hung_up(request, pieces.get())
         except BaseException:
             task.cancel()
             raise
+        if got is None:
+            task.cancel()
+            return _gone(protocol)
+        first = got.value
         if first is None and task.exception() is not None:
             raise to_serve_error(_exception(task))
         stream = protocol.stream(guided)
@@ -268,7 +307,9 @@ class _Server:
                 try:
                     result = await task
                 except Exception as exc:
-                    yield protocol.error_event(to_serve_error(exc))
+                    with scoped_keys(*keys):  # past the handler's block: the response's own
+                        event = protocol.error_event(to_serve_error(exc))
+                    yield event
                     return
                 yield stream.end(result, summary(result, html=asked.trace_html))
             finally:
@@ -319,6 +360,41 @@ def _error(protocol: Protocol, error: ServeError) -> Response:
     if error.retry_after is not None:
         headers["retry-after"] = str(math.ceil(error.retry_after))
     return JSONResponse(protocol.error_body(error), status_code=error.status, headers=headers)
+
+
+@dataclass(frozen=True)
+class _Done:
+    value: Any
+
+
+async def _unless_hung_up(request: Request, work: Coroutine[Any, Any, T]) -> _Done | None:
+    """`work`'s result (as `_Done(value)`), or None when the client hangs up first: `work` is
+    then cancelled. The request's body has been read: the next message is the disconnect."""
+    task = asyncio.ensure_future(work)
+    watch = asyncio.ensure_future(_hung_up(request))
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
+        gone = not task.done()
+        if gone:
+            task.cancel()
+    if gone:
+        await asyncio.wait({task})  # its upstream stream closed before the handler returns
+        logger.info("%s: the client hung up; its run is stopped", request.url.path)
+        return None
+    return _Done(task.result())
+
+
+async def _hung_up(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+def _gone(protocol: Protocol) -> Response:
+    """The answer to a client that has left (the server drops it)."""
+    error = ServeError(_CLIENT_GONE, "the client closed the connection", code="client_gone")
+    return _error(protocol, error)
 
 
 def _exception(task: asyncio.Task[GuideResult]) -> Exception:

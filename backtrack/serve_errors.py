@@ -10,7 +10,8 @@
     ProviderError           the upstream's own 4xx (429 with its Retry-After), else 502 (a 5xx,
                             a dropped or timed-out connection); the partial result rides along
     TargetError             500 target_error         (the local model failed; partial result)
-    TimeoutError            504 timeout              (the request's time limit)
+    TimeoutError            504 timeout              (the request's time limit; `timed_out`
+                                                      gives it with the partial result)
     TypeError, ValueError   400 invalid_option       (GuideOptions refused a `backtrack` field)
 
 Messages go through `providers.errors.redact`: no key is ever echoed.
@@ -97,4 +98,14 @@ def _upstream(exc: ProviderError) -> ServeError:
         code="upstream_error",
         retry_after=exc.retry_after,
         partial=exc.partial,
+    )
+
+
+def timed_out(limit: float, partial: PartialResult) -> ServeError:
+    """A guided run stopped at the request's time limit, with what it had committed."""
+    return ServeError(
+        504,
+        f"the request took longer than the server's limit ({limit:g} s)",
+        code="timeout",
+        partial=partial,
     )

@@ -2,8 +2,13 @@
 in, bytes out, streams included), guided ones through the provider SDK's async client.
 
 The key sent upstream is the server's own when it has one (`--upstream-key-env`), else the
-client's (`Authorization: Bearer ...` or `x-api-key`). Keys are never logged or echoed: SDK
-clients made with one register it with `providers.errors` so that every error message masks it.
+client's (`Authorization: Bearer ...` or `x-api-key`). Keys are never logged or echoed: the server
+handles each request inside `providers.errors.scoped_keys(*upstream.keys(headers))`, so that every
+error message made for it masks them, and forgets them after it.
+
+Headers go upstream with the request, guided ones too (`anthropic-beta`, `openai-organization`,
+a gateway's own), except hop-by-hop ones (RFC 9110, 7.6.1: those named by `Connection` too) and,
+on a guided request, those the SDK writes for the requests it makes itself.
 """
 
 from __future__ import annotations
@@ -24,6 +29,12 @@ _NOT_FORWARDED = frozenset(
     | {"transfer-encoding", "upgrade", "host", "content-length"}
 )
 _KEY_HEADERS = frozenset({"authorization", "x-api-key"})
+# What the SDK writes for each request of a guided run (its body's type, the encodings it reads,
+# its own name and telemetry), and a key that must not repeat across the run's several requests.
+_SDK_SETS = frozenset(
+    {"content-type", "accept", "accept-encoding", "user-agent", "idempotency-key"}
+)
+_SDK_PREFIX = "x-stainless-"
 # What the SDK is given when no key is known (it refuses none); an upstream that needs a key
 # answers 401, which the client then sees.
 _NO_KEY = "no-key"
@@ -69,13 +80,28 @@ class Upstream:
             return bearer[7:].strip() or None
         return headers.get("x-api-key") or None
 
+    def keys(self, headers: Mapping[str, str]) -> tuple[str | None, ...]:
+        """Every key a request brings into play: the server's and the client's."""
+        bearer = headers.get("authorization", "")
+        client = bearer[7:].strip() if bearer[:7].lower() == "bearer " else None
+        return self._key, client, headers.get("x-api-key")
+
     def client(self, headers: Mapping[str, str]) -> Any:
-        """The SDK's async client with the request's key (sharing one connection pool)."""
+        """The SDK's async client with the request's key and forwarded headers (sharing one
+        connection pool)."""
         key = self.key(headers) or _NO_KEY
-        return self._sdk.with_options(api_key=key)
+        # Spelled as the SDK spells its own defaults, which they replace: its `OpenAI-Project`
+        # placeholder (Omit) would remove a client's `openai-project` otherwise.
+        spelling = {name.lower(): name for name in self._sdk.default_headers}
+        forwarded = {
+            spelling.get(k.lower(), k): v
+            for k, v in _forwarded(headers).items()
+            if k.lower() not in _KEY_HEADERS | _SDK_SETS and not k.lower().startswith(_SDK_PREFIX)
+        }
+        return self._sdk.with_options(api_key=key, default_headers=forwarded)
 
     def _headers(self, headers: Mapping[str, str]) -> dict[str, str]:
-        out = {k: v for k, v in headers.items() if k.lower() not in _NOT_FORWARDED}
+        out = _forwarded(headers)
         if self._key:
             out = {k: v for k, v in out.items() if k.lower() not in _KEY_HEADERS}
             if self.kind == "anthropic":
@@ -101,7 +127,7 @@ class Upstream:
             raise ServeError(
                 502, f"upstream: {type(exc).__name__}: {exc}", code="upstream_error"
             ) from exc
-        kept = {k: v for k, v in reply.headers.items() if k.lower() not in _NOT_FORWARDED}
+        kept = _forwarded(reply.headers)
         if "content-length" in reply.headers:
             kept["content-length"] = reply.headers["content-length"]
 
@@ -114,3 +140,9 @@ class Upstream:
                     await reply.aclose()
 
         return StreamingResponse(body_bytes(), status_code=reply.status_code, headers=kept)
+
+
+def _forwarded(headers: Mapping[str, str]) -> dict[str, str]:
+    """`headers` without the hop-by-hop ones (and those their `Connection` names)."""
+    named = {h.strip().lower() for h in headers.get("connection", "").split(",")}
+    return {k: v for k, v in headers.items() if k.lower() not in _NOT_FORWARDED | named}

@@ -13,8 +13,9 @@
 
 The SDKs are never imported here: an error from an SDK means the SDK is loaded already, so the
 classes are looked up in `sys.modules`. Messages never carry API keys: `redact` masks every key
-this process knows by value (drafters' clients, secret-named environment variables) and anything
-shaped like one, where each ProviderError is made; request headers are never quoted.
+this process knows by value (drafters' clients, secret-named environment variables, the keys of
+the `scoped_keys` block the caller is in) and anything shaped like one, where each ProviderError is
+made; request headers are never quoted.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ import ssl
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from grammars.errors import BacktrackError, PartialResult
@@ -43,6 +46,7 @@ __all__ = [
     "redact",
     "remember_keys",
     "retry_after_seconds",
+    "scoped_keys",
     "to_provider_error",
 ]
 
@@ -101,6 +105,9 @@ _MIN_SECRET = 8
 _MAX_MESSAGE = 500
 _known_keys: set[str] = set()
 _known_lock = threading.Lock()
+# The keys of the `scoped_keys` block the caller is in: masked while it lasts, never added to
+# `_known_keys`.
+_scoped: ContextVar[set[str] | None] = ContextVar("backtrack_scoped_keys", default=None)
 
 
 # The attributes where SDK clients keep their secrets: openai and anthropic `api_key`, anthropic
@@ -110,21 +117,41 @@ _CLIENT_SECRETS = ("api_key", "auth_token", "_azure_ad_token")
 
 def remember_keys(client: object) -> None:
     """Mask the keys `client` (an SDK client a drafter is built on) holds in every message from
-    now on."""
+    now on; inside a `scoped_keys` block, only until the block ends."""
     found = (getattr(client, name, None) for name in _CLIENT_SECRETS)
+    keys = {v for v in found if isinstance(v, str) and len(v) >= _MIN_SECRET}
+    scope = _scoped.get()
     with _known_lock:
-        _known_keys.update(v for v in found if isinstance(v, str) and len(v) >= _MIN_SECRET)
+        (_known_keys if scope is None else scope).update(keys)
+
+
+@contextmanager
+def scoped_keys(*keys: str | None) -> Iterator[None]:
+    """Mask `keys`, and those of the clients drafters are built on inside the block, in every
+    message made inside it (in its context: the tasks it starts, and the threads they hand work
+    to with the context copied); forget them when it ends.
+
+    For a process that meets a new key with each request (`backtrack serve` forwarding each
+    client's own): `remember_keys` outside a block keeps a key as long as the process lives,
+    one inside a block only as long as the request."""
+    scope = {k for k in keys if k and len(k) >= _MIN_SECRET} | (_scoped.get() or set())
+    token = _scoped.set(scope)
+    try:
+        yield
+    finally:
+        _scoped.reset(token)
 
 
 def _secrets() -> list[str]:
-    """Every key value this process knows, longest first (a key may contain a shorter one)."""
+    """Every key value known here, longest first (a key may contain a shorter one): the
+    process's, and those of the scope the caller is in."""
     from_env = (
         value
         for name, value in os.environ.items()
         if _SECRET_NAME.search(name) and len(value) >= _MIN_SECRET
     )
     with _known_lock:
-        found = _known_keys.union(from_env)
+        found = _known_keys.union(from_env, _scoped.get() or ())
     return sorted(found, key=len, reverse=True)
 
 

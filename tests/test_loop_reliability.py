@@ -124,8 +124,9 @@ def long_doc(items: int) -> str:
 @pytest.mark.parametrize("preamble", ["", "Here is the list you asked for, in full. " * 600])
 async def test_a_huge_chunk_does_not_hold_the_event_loop(preamble: str) -> None:
     """Checking is CPU work (a few microseconds a character): a drafter's megabyte chunk is
-    checked in slices, with other tasks running between them. Counted, not timed: a task that
-    only yields gets a turn after each slice."""
+    checked in a worker thread, in slices that give the GIL back between them, with other tasks
+    running meanwhile. Counted, not timed: a task that only yields gets a turn at least as often
+    as a slice is checked."""
     doc = long_doc(1500)  # 36 KB, and 25 KB of prose before it in one case
     reply = preamble + doc
 

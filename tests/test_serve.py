@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import anthropic
@@ -24,8 +27,11 @@ import pytest
 from serve_server import running
 from servers import MockServer, Reply, error, text
 
+import backtrack.loop
+from backtrack.repair import search
 from backtrack.serve import ServeConfig, ServeLimits
 from grammars import Grammar
+from providers.errors import redact
 
 KEY = "sk-client-key-0123456789abcdef"
 MESSAGES = [{"role": "user", "content": "A cat as JSON."}]
@@ -354,6 +360,92 @@ def test_a_429_is_retried_then_passed_on_with_retry_after(serve: Serve, openai_s
     assert limited.value.response.headers["retry-after"] == "7"
 
 
+def test_a_run_past_the_time_limit_is_a_504_with_its_partial_result(
+    serve: Serve, openai_server: Any
+):
+    url = serve(timeout=1.0)
+    # 19 chunks 0.1 s apart: the limit stops the run halfway through its one draft.
+    openai_server.script(text(LONG, delay=0.1), text(LONG, delay=0.1))
+    with pytest.raises(openai.APIStatusError) as late:
+        oai(url).chat.completions.create(model="m", messages=MESSAGES, response_format=JSON_SCHEMA)
+    assert late.value.status_code == 504
+    assert late.value.body["code"] == "timeout"  # type: ignore[index]
+    partial = late.value.response.json()["backtrack"]
+    assert partial["valid"] is False and partial["stop_reason"] == "error"
+    assert 4 <= len(partial["text"]) < len(LONG) and LONG.startswith(partial["text"])
+    assert partial["api_calls"] == 1
+    # Streamed: the text sent so far, then an error event with the partial result.
+    body = {"model": "m", "messages": MESSAGES, "guided_json": SCHEMA, "stream": True}
+    with http().stream("POST", f"{url}/v1/chat/completions", json=body, timeout=30) as reply:
+        events = [json.loads(line[6:]) for line in reply.iter_lines() if line.startswith("data: ")]
+    sent = "".join(e["choices"][0]["delta"].get("content", "") for e in events if e.get("choices"))
+    assert sent and events[-1]["error"]["code"] == "timeout"
+    assert events[-1]["backtrack"]["text"].startswith(sent) and LONG.startswith(sent)
+    assert health(url) == 200
+
+
+def test_guided_requests_forward_the_clients_headers(serve: Serve, openai_server: Any):
+    client = claude(serve("anthropic")).with_options(
+        default_headers={
+            "anthropic-beta": "some-feature-2025-01-01",
+            "anthropic-version": "2099-01-01",
+            "x-gateway-tag": "team-7",
+            "proxy-authorization": "Basic c2VjcmV0",  # hop-by-hop: for the proxy, not upstream
+        }
+    )
+    openai_server.script(text(MENDED), text(MENDED))
+    client.messages.create(
+        model="m", max_tokens=64, messages=MESSAGES, extra_body={"guided_json": SCHEMA}
+    )
+    headers = openai_server.exchanges[0].headers
+    assert headers["anthropic-beta"] == "some-feature-2025-01-01"
+    assert headers["anthropic-version"] == "2099-01-01"  # the client's, not the server SDK's
+    assert headers["x-gateway-tag"] == "team-7"
+    assert KEY in (headers.get("x-api-key"), headers["authorization"].removeprefix("Bearer "))
+    assert "proxy-authorization" not in headers
+    url = serve()
+    organized = openai.OpenAI(
+        base_url=f"{url}/v1", api_key=KEY, organization="org-7", project="proj-7", max_retries=0
+    )
+    _open.append(organized)
+    organized.chat.completions.create(model="m", messages=MESSAGES, response_format=JSON_SCHEMA)
+    headers = openai_server.exchanges[1].headers
+    assert headers["openai-organization"] == "org-7" and headers["openai-project"] == "proj-7"
+    assert headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_a_clients_key_is_masked_in_its_request_and_then_forgotten(
+    serve: Serve, openai_server: Any, caplog: pytest.LogCaptureFixture
+):
+    caplog.set_level(logging.DEBUG)
+    url = serve()
+    failures = []
+    for n in range(3):
+        key = f"tenant-{n}-Zq9xWv3LpR8kT2m"  # not shaped like a key: only its value masks it
+        assert redact(key) == key
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0)
+        _open.append(client)
+        openai_server.script(error(401, f"no account for {key}"), error(401, f"no key {key}"))
+        with pytest.raises(openai.AuthenticationError) as denied:
+            client.chat.completions.create(
+                model="m", messages=MESSAGES, response_format=JSON_SCHEMA
+            )
+        with pytest.raises(openai.AuthenticationError) as streamed:
+            client.chat.completions.create(
+                model="m", messages=MESSAGES, response_format=JSON_SCHEMA, stream=True
+            )
+        failures += [denied.value.response.text, streamed.value.response.text]
+        assert "no account for ***" in denied.value.response.text
+        assert openai_server.exchanges[-1].headers["authorization"] == f"Bearer {key}"
+        # Forgotten after its request: the process keeps no client's key.
+        assert redact(f"no account for {key}") == f"no account for {key}"
+    for n in range(3):
+        key = f"tenant-{n}-Zq9xWv3LpR8kT2m"
+        assert not [text for text in failures if key in text]
+        assert key not in caplog.text
+    assert "no account for ***" in caplog.text  # the run's failure was logged, masked
+
+
 def test_a_server_key_replaces_the_clients(serve: Serve, openai_server: Any):
     url = serve(key="sk-server-side-key-abcdef012345")
     openai_server.script(text("plain"), text(MENDED))
@@ -433,6 +525,42 @@ async def test_concurrent_guided_clients_get_their_own_replies(serve: Serve, ope
     assert len(openai_server.exchanges) == 16
 
 
+def test_a_slow_check_holds_up_no_other_request(
+    serve: Serve, openai_server: Any, monkeypatch: pytest.MonkeyPatch
+):
+    """A guided run searches for its repairs off the event loop: while its search for the edit
+    at SLIP's slip is held (on an event here, as a large grammar's search would hold it), /health
+    and a pass-through request are answered. Were the search on the loop, both would wait for it
+    and time out."""
+    url = serve()
+    held, release = threading.Event(), threading.Event()
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        held.set()
+        release.wait(30)
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(backtrack.loop, "search", slow)
+    openai_server.script(text(SLIP), text("plain words"))
+    guided_client, plain_client = oai(url), oai(url).with_options(timeout=5)
+    with ThreadPoolExecutor(1) as pool:
+        guided = pool.submit(
+            guided_client.chat.completions.create,
+            model="m",
+            messages=MESSAGES,
+            response_format=JSON_SCHEMA,
+        )
+        try:
+            assert held.wait(10), "the guided run never searched for a repair"
+            assert http().get(f"{url}/health", timeout=5).status_code == 200
+            plain = plain_client.chat.completions.create(model="m", messages=MESSAGES)
+            assert plain.choices[0].message.content == "plain words"
+            assert not guided.done()  # all this while the guided run was held
+        finally:
+            release.set()
+        assert guided.result(timeout=30).choices[0].message.content == MENDED
+
+
 # -- hanging up -----------------------------------------------------------------------------------
 
 
@@ -451,4 +579,20 @@ def test_a_client_that_hangs_up_mid_stream_stops_its_run(serve: Serve, openai_se
         time.sleep(0.05)
     assert exchange.client_closed, "the upstream stream was closed when the client left"
     assert exchange.chunks_sent < len(Reply(text=slow).pieces())
+    assert health(url) == 200
+
+
+def test_a_client_that_hangs_up_before_the_whole_reply_stops_its_run(
+    serve: Serve, openai_server: Any
+):
+    url = serve()
+    slow = '{"name": "' + "a long name, " * 40 + '", "age": 3}'
+    openai_server.script(text(slow, delay=0.05))  # 133 chunks: 6.6 s
+    impatient = oai(url).with_options(timeout=0.5)
+    with pytest.raises(openai.APITimeoutError):  # the SDK closes its connection
+        impatient.chat.completions.create(model="m", messages=MESSAGES, response_format=JSON_SCHEMA)
+    exchange = openai_server.exchanges[0]
+    assert exchange.done.wait(5), "the upstream stream went on after the client left"
+    assert exchange.client_closed
+    assert exchange.chunks_sent < len(Reply(text=slow).pieces()) // 2
     assert health(url) == 200
