@@ -59,9 +59,10 @@ def propose(
         return []
     for source in (hint, ids):
         for n in range(min(longest, len(ids) - 1), shortest - 1, -1):
-            tail = ids[-n:]
+            tail, first = ids[-n:], ids[-n]
             for start in range(len(source) - n - 1, -1, -1):
-                if source[start : start + n] == tail:
+                # One comparison a position; a slice only where the first token matches.
+                if source[start] == first and source[start : start + n] == tail:
                     return list(source[start + n : start + n + limit])
     return []
 
