@@ -125,24 +125,33 @@ def sample(names: list[str], subsets: list[str], size: int, seed: int) -> list[s
 # -- the work --------------------------------------------------------------------------------------
 
 
-def judge(name: str, entry: dict[str, Any]) -> Result:
-    """Compile one schema and judge its example documents (runs in a worker)."""
-    import jsonschema
-
+def compile_into(result: Any, schema: Any) -> Any:
+    """`Grammar.from_json_schema(schema)`, timed, with what it relaxed, into `result` (a Result or
+    the like: `status`, `message`, `seconds`, `relaxed`); None, status "error", when it failed."""
     from grammars.errors import GrammarError
     from grammars.grammar import Grammar
 
-    schema = entry["schema"]
-    result = Result(name, name.split("---")[0], "ok")
     started = time.perf_counter()
     try:
         grammar = Grammar.from_json_schema(schema)
     except GrammarError as exc:
         result.status, result.message = "error", str(exc)
+        return None
+    finally:
         result.seconds = time.perf_counter() - started
-        return result
-    result.seconds = time.perf_counter() - started
     result.relaxed = [n.keyword.split(" ")[0] for n in getattr(grammar, "relaxed", ())]
+    return grammar
+
+
+def judge(name: str, entry: dict[str, Any]) -> Result:
+    """Compile one schema and judge its example documents (runs in a worker)."""
+    import jsonschema
+
+    schema = entry["schema"]
+    result = Result(name, name.split("---")[0], "ok")
+    grammar = compile_into(result, schema)
+    if grammar is None:
+        return result
     try:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         validator = cls(schema)

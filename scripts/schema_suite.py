@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scripts.schema_census import Pool, cause, read_git_json, why_refused
+from scripts.schema_census import Pool, cause, compile_into, read_git_json, why_refused
 
 UNDER = "tests/draft2020-12"
 FORMAT = "format.json"  # its groups are reported apart (format as an annotation)
@@ -93,20 +93,11 @@ def judge(name: str, group: dict[str, Any]) -> Group:
     socket.create_connection = _no_network
     socket.socket.connect = _no_network  # type: ignore[method-assign]
 
-    from grammars.errors import GrammarError
-    from grammars.grammar import Grammar
-
     schema = group["schema"]
     result = Group(name, group["description"], "ok")
-    started = time.perf_counter()
-    try:
-        grammar = Grammar.from_json_schema(schema)
-    except GrammarError as exc:
-        result.status, result.message = "error", str(exc)
-        result.seconds = time.perf_counter() - started
+    grammar = compile_into(result, schema)
+    if grammar is None:
         return result
-    result.seconds = time.perf_counter() - started
-    result.relaxed = [n.keyword.split(" ")[0] for n in getattr(grammar, "relaxed", ())]
     for test in group["tests"]:
         text = json.dumps(test["data"], ensure_ascii=False)
         valid = bool(test["valid"])
