@@ -536,6 +536,24 @@ def _subschemas(schema: Any) -> Iterator[tuple[tuple[str, ...], dict[str, Any]]]
                 stack.extend(((*path, key, str(k)), s) for k, s in node[key].items())
 
 
+def resolve_ref(root: Any, ref: Any) -> tuple[Any, tuple[str, ...]] | None:
+    """The subschema of `root` a local `$ref` names, with its path; None for any other reference
+    (not a local JSON pointer, or one that names nothing)."""
+    if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
+        return None
+    node, path = root, tuple[str, ...]()
+    for part in ref[2:].split("/") if ref != "#" else ():
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+        path = (*path, part)
+    return node, path
+
+
 class _SchemaGraph:
     """Which subschemas have a finite instance: the least fixpoint of rules that over-approximate
     it (an unknown keyword, reference or type never makes a schema unfinishable), so a schema
@@ -549,18 +567,8 @@ class _SchemaGraph:
 
     def resolve(self, ref: Any) -> Any:
         """The subschema a local `$ref` names; None when it is not a local JSON pointer."""
-        if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
-            return None
-        node: Any = self.root
-        for part in ref[2:].split("/") if ref != "#" else ():
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                return None
-        return node
+        found = resolve_ref(self.root, ref)
+        return None if found is None else found[0]
 
     def ok(self, node: Any) -> bool:
         if node is False:

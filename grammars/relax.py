@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from grammars.checks import resolve_ref
+
 __all__ = ["Relaxation", "engine_knows_format", "relax"]
 
 # Keywords the engine does not implement; each is dropped with whatever it alone gives meaning to.
@@ -87,23 +89,6 @@ def engine_knows_format(name: str) -> bool:
     except ValueError:
         return False
     return not llguidance.LLMatcher(byte_tokenizer(), ll, log_level=0).is_error()
-
-
-def _resolve(root: Any, ref: Any) -> tuple[Any, tuple[str, ...]] | None:
-    """The subschema a local `$ref` names, with its path; None for any other reference."""
-    if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
-        return None
-    node, path = root, tuple[str, ...]()
-    for part in ref[2:].split("/") if ref != "#" else ():
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-        path = (*path, part)
-    return node, path
 
 
 def _children(node: dict[str, Any], path: tuple[str, ...]) -> Iterator[tuple[Any, tuple[str, ...]]]:
@@ -217,7 +202,7 @@ def relax(schema: dict[str, Any]) -> tuple[dict[str, Any], tuple[Relaxation, ...
         changed |= _normalise_node(node)
         _relax_node(node, path, notes)
         # referenced subschemas may sit where no keyword puts a schema (`#/components/...`)
-        target = _resolve(out, node.get("$ref"))
+        target = resolve_ref(out, node.get("$ref"))
         if target is not None:
             stack.append(target)
         stack.extend(reversed(list(_children(node, path))))
@@ -239,7 +224,7 @@ def one_of_places(schema: Any) -> list[str]:
         seen.add(id(node))
         if "oneOf" in node:
             places.append(_pointer(path))
-        target = _resolve(schema, node.get("$ref"))
+        target = resolve_ref(schema, node.get("$ref"))
         if target is not None:
             stack.append(target)
         stack.extend(_children(node, path))
