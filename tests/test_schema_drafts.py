@@ -16,6 +16,7 @@ from scripted import ScriptedAPI, ScriptedTarget
 
 import providers
 from backtrack import Grammar, GuideResult, guide
+from backtrack.cli import DEMO_SCHEMA
 from grammars.schema import Validator, loosen
 
 PERSON = {
@@ -112,17 +113,7 @@ def test_a_repeated_key_is_checked_again_in_the_schema_order() -> None:
     assert target.grammars == [GRAMMAR.strict]
 
 
-CAT = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string"},
-        "color": {"type": "string"},
-        "age": {"type": "integer"},
-    },
-    "required": ["name", "color", "age"],
-    "additionalProperties": False,
-}
-CAT_GRAMMAR = Grammar.from_json_schema(CAT)
+CAT_GRAMMAR = Grammar.from_json_schema(DEMO_SCHEMA)  # name, color and age; no other key
 
 
 @pytest.mark.parametrize(
