@@ -214,16 +214,15 @@ class Correcting:
         """(token, masked): the model's own choice where the grammar allows it; else, or where
         only the allowed rows' logits are computed (`_selective`), a choice under the mask."""
         vocab, matcher, pending = self.vocab, self.matcher, self.pending
-        start = time.perf_counter()
         if self._selective(after):
-            allowed = full_mask(vocab, matcher, pending).nonzero().flatten()
+            start = time.perf_counter()
+            mask = full_mask(vocab, matcher, pending)
             self.mask_seconds += time.perf_counter() - start
-            if len(allowed) <= self.policy.selective_share * vocab.n_logits:
+            if int(mask.sum()) <= self.policy.selective_share * vocab.n_logits:
+                allowed = mask.nonzero().flatten()
                 logits = self._biased(after.logits_for(allowed), closing, allowed)
                 index, _ = choose(logits, _any, partial(_everything, len(allowed)), *self._draw)
                 return int(allowed[index]), True
-            mask = torch.zeros(vocab.n_logits, dtype=torch.bool)
-            mask[allowed] = True
             logits = self._biased(after.logits(), closing)
             return choose(logits, lambda t: bool(mask[t]), lambda: mask, *self._draw)
         logits = self._biased(after.logits(), closing)
