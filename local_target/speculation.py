@@ -97,7 +97,9 @@ class Cursor:
         """The model's output after the accepted tokens; a forward pass when they are not in the
         cache yet, with up to `propose_up_to` proposed tokens after them."""
         if self.unfed or not self.rows:
-            proposal = propose([*self.seq.ids, *self.unfed], propose_up_to, self.hint)
+            context = self.seq.ids  # a copy: the session's own stays as it is
+            context.extend(self.unfed)
+            proposal = propose(context, propose_up_to, self.hint)
             fed = self.seq.feed(
                 [*self.unfed, *proposal], cancel=self.cancel, rows=len(proposal) + 1
             )
