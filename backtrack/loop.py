@@ -532,8 +532,11 @@ class GuideLoop:
             self._next = "correct"
         elif self.checker.complete and (finish_reason != "length" or self.checker.stopped):
             self.stop_reason = "complete"
-        elif draft.accepted and finish_reason == "length":
-            self._next = "draft"  # cut short by its token budget: let it go on
+        elif draft.accepted and finish_reason in ("length", "stop"):
+            # Cut short by its token budget, or stopped before the text is complete (truncated,
+            # or a closing bracket forgotten): the API goes on from what it wrote, which it
+            # knows better than the local model. A reply that adds nothing is corrected.
+            self._next = "draft"
         else:
             self._next = "correct"
         logger.debug(
