@@ -532,10 +532,7 @@ class GuideLoop:
             self._next = "correct"
         elif self.checker.complete and (finish_reason != "length" or self.checker.stopped):
             self.stop_reason = "complete"
-        elif draft.accepted and finish_reason in ("length", "stop"):
-            # Cut short by its token budget, or stopped before the text is complete (truncated,
-            # or a closing bracket forgotten): the API goes on from what it wrote, which it
-            # knows better than the local model. A reply that adds nothing is corrected.
+        elif draft.accepted and (finish_reason == "length" or self._may_go_on(finish_reason)):
             self._next = "draft"
         else:
             self._next = "correct"
@@ -567,6 +564,15 @@ class GuideLoop:
             )
         )
         self._draft = None
+
+    def _may_go_on(self, finish_reason: str) -> bool:
+        """A reply that stopped before the text is complete (truncated, or a closing bracket
+        forgotten) is continued by the API, which knows better than the local model what it
+        meant; once in a row: a reply that stops short again is corrected (an API that keeps
+        stopping short would otherwise be called until the round budget runs out)."""
+        previous = self.rounds[-1] if self.rounds else None
+        again = previous is not None and previous.ended == "drafter_ended"
+        return finish_reason == "stop" and not again
 
     def draft_failed(self, error: BaseException, *, retries: int) -> None:
         """The provider failed for good; what was committed stays, the run ends."""

@@ -481,6 +481,32 @@ def test_zero_budget_lets_the_target_complete(target: LocalTarget) -> None:
     assert result.api_calls == 1
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_reply_that_stops_short_is_continued_by_the_api(stream: bool) -> None:
+    """Truncated (or a bracket forgotten): the API writes the rest, the local model nothing."""
+    api = ScriptedAPI(DOC_A, drafts=['{"a": [1, 2'], chunk=3 if stream else 0)
+    target = ScriptedTarget()
+    result = run(api, JSON, target, stream=stream)
+    assert (result.text, result.valid, result.api_calls) == (DOC_A, True, 2)
+    assert api.prefixes == ["", '{"a": [1, 2']
+    assert (result.local_tokens, target.calls) == (0, [])
+
+
+def test_a_reply_that_stops_short_again_is_corrected() -> None:
+    """Continued once in a row: an API that stops short again gets the local model's correction,
+    not a call per round until the budget runs out."""
+    api = ScriptedAPI('{"a": [1, 2, 3]}', drafts=['{"a": [1, 2', ", 3", "}"])
+    result = run(api, JSON, ScriptedTarget("]"))
+    assert result.text == '{"a": [1, 2, 3]}'
+    assert [(r.kind, r.ended) for r in result.trace.rounds] == [
+        ("draft", "drafter_ended"),
+        ("draft", "drafter_ended"),
+        ("correction", "target_stopped"),
+        ("draft", "drafter_ended"),
+    ]
+    assert result.api_calls == 3
+
+
 def test_zero_budget_without_completion_stops_invalid() -> None:
     api = ScriptedAPI(DOC_A, drafts=[UNCLOSED])
     target = ScriptedTarget()
