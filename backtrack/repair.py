@@ -118,7 +118,9 @@ _OPERATORS = {
     "===": ("==",),
     "!==": ("!=",),
 }
-_OPERATOR_SYNONYMS = frozenset((slip, meant) for slip, all in _OPERATORS.items() for meant in all)
+_OPERATOR_SYNONYMS = frozenset(
+    (slip, meant.strip()) for slip, all in _OPERATORS.items() for meant in all
+)
 
 
 def _changes_words(before: str, removed: str, inserted: str, after: str) -> bool:

@@ -111,6 +111,7 @@ SLIPS = [
     ("arithmetic", "2**10 + 3**2", "2^10 + 3^2"),
     ("arithmetic", "(3 × 4 + 2) ÷ 7", "(3 * 4 + 2) / 7"),
     ("python_expr", "ok = a && b", "ok = a and b"),
+    ("python_expr", "ok = a || !c", "ok = a or not c"),  # a meaning with its blank: `not `
 ]
 
 
