@@ -291,7 +291,9 @@ def _candidates(
                 taken = checker.fits(insert + tail[:_QUICK])
                 if taken == len(insert) + min(_QUICK, len(tail)) and len(tail) > _QUICK:
                     taken = checker.fits(insert + tail)
-                if taken < len(insert) or (taken == len(insert) and tail):
+                # A word or a quoted text put right may have the next slip right after it
+                # (`'up',}`: the quotes mended, then the comma): a step of a path, see _best.
+                if taken < len(insert) or (taken == len(insert) and tail and only is None):
                     continue
                 fits = taken - len(insert)
                 removed = deleted + rest[:skip]
@@ -347,7 +349,7 @@ def _best(
     committed = checker.text
     was_free = checker.in_free_text()
     candidates = _candidates(checker, committed, rest, floor, limits)
-    direct = [c for c in candidates if c.edit.fits >= min(need, len(c.tail))]
+    direct = [c for c in candidates if c.edit.fits >= min(max(need, 1), len(c.tail))]
     direct.sort(key=lambda c: (c.edit.cost, c.rank))
     best: tuple[Edit, Total] | None = None
     for c in direct:
@@ -364,7 +366,7 @@ def _best(
         if not unfinished:
             break
     if depth < _MAX_DEPTH:
-        partial = [c for c in candidates if 0 < c.edit.fits < min(need, len(c.tail))]
+        partial = [c for c in candidates if c.edit.fits < min(max(need, 1), len(c.tail))]
         partial.sort(key=lambda c: (c.edit.cost, c.rank))
         tried = 0
         for c in partial:

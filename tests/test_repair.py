@@ -23,7 +23,7 @@ from grammars import Checker
 NO_CORRECTIONS = {"max_corrections": 0, "complete_on_budget": False}
 
 
-def repaired(grammar: str, draft: str, *, chunk: int = 0, **options: Any) -> GuideResult:
+def repaired(grammar: str | Grammar, draft: str, *, chunk: int = 0, **options: Any) -> GuideResult:
     api = ScriptedAPI(draft, chunk=chunk)
     fn = api.stream if chunk else api
     settings = {**NO_CORRECTIONS, **options}
@@ -139,6 +139,16 @@ def test_a_valid_draft_passes_through_untouched(grammar: str, draft: str) -> Non
     result = repaired(grammar, draft, chunk=5)
     assert result.text == draft and spans(result) == [("draft", draft)]
     assert (result.api_calls, result.repairs) == (1, 0)
+
+
+@pytest.mark.parametrize("chunk", [0, 3], ids=["whole", "streamed"])
+def test_quotes_put_right_just_before_the_next_slip(chunk: int) -> None:
+    """After the last value's quotes are mended, nothing of the draft fits until its trailing
+    comma goes: one path of edits, not a correction."""
+    draft = "{'name': 'Ann', 'city': 'Oslo',}"
+    result = repaired(Grammar.load("json_keys", n=2), draft, chunk=chunk)
+    assert result.text == '{"name": "Ann", "city": "Oslo"}'
+    assert (result.api_calls, result.corrections) == (1, 0)
 
 
 def test_a_forgotten_bracket_is_shown_as_one_insertion() -> None:
