@@ -271,7 +271,7 @@ def _candidates(
     checker: Checker, committed: str, rest: str, floor: int, limits: RepairLimits
 ) -> list[_Candidate]:
     """Every candidate edit after which at least one character of the rest fits (or all of an
-    empty rest); leaves the checker backed off."""
+    empty rest; or none, after a word or quoted text put right); leaves the checker backed off."""
     base = len(committed)
     was_free = checker.in_free_text()
     found: list[_Candidate] = []
