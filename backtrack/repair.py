@@ -136,12 +136,60 @@ def _changes_words(before: str, removed: str, inserted: str, after: str) -> bool
 
 def _distance(removed: str, inserted: str) -> int:
     """The edit distance; a known synonym of another language counts as one edit, a known
-    operator of another notation as none."""
+    operator of another notation as none, and so does a comment written in the grammar's
+    notation instead of another's; a comment deleted is one edit."""
     if (removed.strip().lower(), inserted.strip().lower()) in _SYNONYMS:
         return 1
     if (removed.strip(), inserted.strip()) in _OPERATOR_SYNONYMS:
         return 0
+    if _is_comment(removed):
+        return 0 if inserted else 1
     return edit_distance(removed, inserted)
+
+
+# Comment openings of common notations, and what closes each (a line comment: the line's end).
+_COMMENTS = {"//": "\n", "#": "\n", ";": "\n", "--": "\n", "/*": "*/"}
+
+
+def _comment(rest: str) -> tuple[int, str, str] | None:
+    """When the draft goes on with a comment of a common notation: (its length, its opening, its
+    text, not blank). A line comment ends before its line's end, which must have arrived; a block
+    comment ends after its closing. None otherwise."""
+    for opening, closing in _COMMENTS.items():
+        if not rest.startswith(opening):
+            continue
+        end = rest.find(closing, len(opening))
+        if end < 0:
+            return None
+        text = rest[len(opening) : end]
+        if not text.strip():
+            return None  # `;` at a line's end ends a statement; an empty comment is no slip
+        return end + len(closing) if closing != "\n" else end, opening, text
+    return None
+
+
+def _is_comment(text: str) -> bool:
+    """Whether `text` is one whole comment (what `_comment` finds, its line's end left out)."""
+    comment = _comment(text if text.startswith("/*") else text + "\n")
+    return comment is not None and comment[0] == len(text)
+
+
+def _comment_inserts(checker: Checker, rest: str) -> list[tuple[str, int | None]]:
+    """Where the draft goes on with a comment the grammar refuses: deleting it, or writing it as
+    a comment of the same kind in a notation the grammar takes (`# note` for `; note` in TOML),
+    with the skip past it."""
+    comment = _comment(rest)
+    if comment is None:
+        return []
+    length, opening, text = comment
+    found: list[tuple[str, int | None]] = [("", length)]
+    for other, closing in _COMMENTS.items():
+        if other == opening or (closing == "\n") != (_COMMENTS[opening] == "\n"):
+            continue  # a line comment stays one, so does a block comment
+        written = other + text + (closing if closing != "\n" else "")
+        if checker.fits(written) == len(written):
+            found.append((written, length))
+    return found
 
 
 def _word_at(text: str) -> int:
@@ -226,6 +274,8 @@ def _inserts(
     if word and following & _WORD_BYTES and (not deleted or tail == len(deleted)):
         inserts += [(w, word) for w in _words(checker, limits)]
     inserts += _operator_inserts(checker, deleted, rest)
+    if not deleted:
+        inserts += _comment_inserts(checker, rest)
     quoted = _quoted(rest) or _bare(rest)
     if quoted is not None and ord('"') in following and not deleted:
         inserts.append((quoted[1], quoted[0]))
@@ -297,10 +347,10 @@ def _candidates(
                     continue
                 fits = taken - len(insert)
                 removed = deleted + rest[:skip]
-                word_swap = only is not None and insert[:1].isalpha()
+                # A word swapped for a word, or a comment dropped or rewritten, as a whole.
+                whole = only is not None and (insert[:1].isalpha() or _is_comment(removed))
                 cost = _distance(removed, insert) + (
-                    not word_swap
-                    and _changes_words(committed[: base - back], removed, insert, tail)
+                    not whole and _changes_words(committed[: base - back], removed, insert, tail)
                 )
                 loose = edit_distance(removed.lower(), insert.lower())
                 invented = len(insert) - _common(removed, insert)
@@ -433,7 +483,8 @@ def _trusted(checker: Checker, committed: str, c: _Candidate, *, was_free: bool)
     _restore(checker, committed[: len(committed) - edit.back])
     inside = not was_free and checker.in_free_text()
     checker.feed(edit.insert)
-    inside = inside or (not was_free and checker.in_free_text())
+    # A line comment written in the grammar's notation is open until its line's end, next.
+    inside = inside or (not was_free and checker.in_free_text() and not _is_comment(edit.insert))
     return not inside
 
 

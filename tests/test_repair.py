@@ -112,6 +112,10 @@ SLIPS = [
     ("arithmetic", "(3 × 4 + 2) ÷ 7", "(3 * 4 + 2) / 7"),
     ("python_expr", "ok = a && b", "ok = a and b"),
     ("python_expr", "ok = a || !c", "ok = a or not c"),  # a meaning with its blank: `not `
+    # A comment where the grammar has none: deleted as one edit, its line's end kept.
+    ("json", '{"port": 8080, // the default\n "host": "a"}', '{"port": 8080, \n "host": "a"}'),
+    ("json", '{"port": 8080, /* the default */ "host": "a"}', '{"port": 8080,  "host": "a"}'),
+    ("sqlite", "SELECT a FROM t # rows\nWHERE b = 1;", "SELECT a FROM t -- rows\nWHERE b = 1;"),
 ]
 
 
