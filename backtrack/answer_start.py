@@ -56,6 +56,24 @@ class _Run:
         self.alive = taken == len(text)
 
 
+def preamble(text: str) -> bool:
+    """Whether `text`, before where an answer could start, reads as a preamble to drop: a code
+    fence, or prose (it starts with a word or a markdown mark, and at least half of what is not
+    blank is letters). Text that reads as code (`x = 1; y = 2; `, `; a comment`, `<p class='a'>`)
+    is the answer with a slip early on: the repairs see to it."""
+    if FENCE in text:
+        return True
+    marks = text.split()
+    if not marks:
+        return True
+    first = marks[0][0]
+    letters = sum(c.isalpha() for mark in marks for c in mark)
+    return (first.isalnum() or first in _MARKDOWN) and 2 * letters >= sum(map(len, marks))
+
+
+_MARKDOWN = "*_>#-\"'"
+
+
 class AnswerStart:
     """Feed the reply chunk by chunk; `feed` and `finish` return the answer's offset once known."""
 

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from backtrack.answer_start import AnswerStart
+from backtrack.answer_start import AnswerStart, preamble
 from backtrack.options import GuideOptions
 from backtrack.repair import Edit, RepairLimits, search
 from backtrack.result import GuideResult
@@ -470,8 +470,22 @@ class GuideLoop:
             start = 0  # no answer found: treat the draft as an ordinary (cut) draft
         draft.seeker = None
         received = seeker.text
+        if start and not preamble(received[:start]) and self._repairable(received[:start]):
+            start = 0  # a slip early in the answer, for the repairs, not a preamble to drop
+        while start and received[start : start + 1].isspace():
+            start += 1  # the blanks between a preamble and its answer go with the preamble
         self._span(received[:start], "dropped")
         return self._take(draft, received[start:]) if received[start:] else True
+
+    def _repairable(self, text: str) -> bool:
+        """Whether `text`, from the reply's start, fits the grammar or has a repair at its first
+        cut (a slip early in the answer: `x = 1; y = 2; `, `; a comment`)."""
+        checker = self.grammar.checker()
+        taken = checker.feed(text)
+        if taken == len(text):
+            return True
+        window = text[taken : taken + self.options.repair_window]
+        return search(checker, window, final=False, floor=0, limits=REPAIR_LIMITS) is not None
 
     def empty_reply(self, stream: DraftStream | AsyncDraftStream) -> ProviderError | None:
         """The error for an API reply that ended with the provider's finish reason but without one

@@ -117,6 +117,7 @@ _OPERATORS = {
     "!": ("not ", "NOT "),
     "===": ("==",),
     "!==": ("!=",),
+    "; ": ("\n",),  # statements on one line, where a grammar separates them by lines
 }
 _OPERATOR_SYNONYMS = frozenset(
     (slip, meant.strip()) for slip, all in _OPERATORS.items() for meant in all
@@ -136,14 +137,12 @@ def _changes_words(before: str, removed: str, inserted: str, after: str) -> bool
 
 def _distance(removed: str, inserted: str) -> int:
     """The edit distance; a known synonym of another language counts as one edit, a known
-    operator of another notation as none, and so does a comment written in the grammar's
-    notation instead of another's; a comment deleted is one edit."""
+    operator of another notation as none."""
     if (removed.strip().lower(), inserted.strip().lower()) in _SYNONYMS:
         return 1
-    if (removed.strip(), inserted.strip()) in _OPERATOR_SYNONYMS:
+    meant = inserted.strip()
+    if (removed, meant) in _OPERATOR_SYNONYMS or (removed.strip(), meant) in _OPERATOR_SYNONYMS:
         return 0
-    if _is_comment(removed):
-        return 0 if inserted else 1
     return edit_distance(removed, inserted)
 
 
@@ -168,9 +167,10 @@ def _comment(rest: str) -> tuple[int, str, str] | None:
     return None
 
 
-def _is_comment(text: str) -> bool:
-    """Whether `text` is one whole comment (what `_comment` finds, its line's end left out)."""
-    comment = _comment(text if text.startswith("/*") else text + "\n")
+def _is_comment(text: str, after: str) -> bool:
+    """Whether `text` is one whole comment where `after` follows it (a line comment runs to its
+    line's end)."""
+    comment = _comment(text + after)
     return comment is not None and comment[0] == len(text)
 
 
@@ -347,11 +347,14 @@ def _candidates(
                     continue
                 fits = taken - len(insert)
                 removed = deleted + rest[:skip]
-                # A word swapped for a word, or a comment dropped or rewritten, as a whole.
-                whole = only is not None and (insert[:1].isalpha() or _is_comment(removed))
-                cost = _distance(removed, insert) + (
-                    not whole and _changes_words(committed[: base - back], removed, insert, tail)
-                )
+                if only is not None and _is_comment(removed, tail):
+                    cost = 0 if insert else 1  # written in the grammar's notation, or deleted
+                else:
+                    word_swap = only is not None and insert[:1].isalpha()
+                    cost = _distance(removed, insert) + (
+                        not word_swap
+                        and _changes_words(committed[: base - back], removed, insert, tail)
+                    )
                 loose = edit_distance(removed.lower(), insert.lower())
                 invented = len(insert) - _common(removed, insert)
                 unlike = _unlike(removed, insert)
@@ -484,7 +487,9 @@ def _trusted(checker: Checker, committed: str, c: _Candidate, *, was_free: bool)
     inside = not was_free and checker.in_free_text()
     checker.feed(edit.insert)
     # A line comment written in the grammar's notation is open until its line's end, next.
-    inside = inside or (not was_free and checker.in_free_text() and not _is_comment(edit.insert))
+    inside = inside or (
+        not was_free and checker.in_free_text() and not _is_comment(edit.insert, c.tail)
+    )
     return not inside
 
 

@@ -724,8 +724,8 @@ def test_html_escapes_model_text() -> None:
         complete_on_budget=False,
     )
     assert spans(result) == [
-        (0, "dropped", SCRIPT),
-        (0, "draft", f'\n{{"s": "{SCRIPT}", "a": 1 '),
+        (0, "dropped", SCRIPT + "\n"),  # the blanks before the answer go with the preamble
+        (0, "draft", f'{{"s": "{SCRIPT}", "a": 1 '),
         (0, "rejected", SCRIPT),
     ]
     page = result.to_html()

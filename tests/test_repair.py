@@ -112,6 +112,9 @@ SLIPS = [
     ("arithmetic", "(3 × 4 + 2) ÷ 7", "(3 * 4 + 2) / 7"),
     ("python_expr", "ok = a && b", "ok = a and b"),
     ("python_expr", "ok = a || !c", "ok = a or not c"),  # a meaning with its blank: `not `
+    # A slip early in the answer, not a preamble: the answer starts at the reply's start.
+    ("python_expr", "x = 1; y = 2; z = x + y", "x = 1\ny = 2\nz = x + y"),
+    ("sqlite", "-- all\n# rows\nSELECT a FROM t;", "-- all\n-- rows\nSELECT a FROM t;"),
     # A comment where the grammar has none: deleted as one edit, its line's end kept.
     ("json", '{"port": 8080, // the default\n "host": "a"}', '{"port": 8080, \n "host": "a"}'),
     ("json", '{"port": 8080, /* the default */ "host": "a"}', '{"port": 8080,  "host": "a"}'),
@@ -153,6 +156,20 @@ def test_quotes_put_right_just_before_the_next_slip(chunk: int) -> None:
     result = repaired(Grammar.load("json_keys", n=2), draft, chunk=chunk)
     assert result.text == '{"name": "Ann", "city": "Oslo"}'
     assert (result.api_calls, result.corrections) == (1, 0)
+
+
+@pytest.mark.parametrize(
+    ("grammar", "draft", "dropped", "expected"),
+    [
+        ("arithmetic", "Sure: 1 + 2 * x", "Sure: ", "1 + 2 * x"),  # prose, with its blank
+        ("json", '<b>JSON</b>\n{"a": 1}', "<b>JSON</b>\n", '{"a": 1}'),  # no repair from 0
+    ],
+)
+def test_a_preamble_is_dropped_when_it_reads_as_prose_or_has_no_repair(
+    grammar: str, draft: str, dropped: str, expected: str
+) -> None:
+    result = repaired(grammar, draft)
+    assert spans(result) == [("dropped", dropped), ("draft", expected)]
 
 
 def test_a_forgotten_bracket_is_shown_as_one_insertion() -> None:
