@@ -472,6 +472,8 @@ class GuideLoop:
         self._span(stripped[draft.stripped :], "dropped")
         if draft.fence is None and not draft.read:
             draft.fence = ClosingFence.after_stripped(stripped)
+            if draft.fence is not None and draft.seeker is not None:
+                draft.seeker.fence_opened()
         draft.stripped = max(draft.stripped, len(stripped))
 
     def _seek_start(self, draft: _Draft, start: int | None, *, final: bool) -> bool:
