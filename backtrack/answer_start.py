@@ -3,12 +3,16 @@
 `AnswerStart` reads the reply as it streams and decides, as early as it can, the offset where the
 answer starts:
 
-1. the content of the first code fence, if its first character is valid under the grammar;
+1. the content of the first code fence, if its first character is valid under the grammar (not
+   in a reply whose fence is open already, `fence_opened`: a fence there closes the answer);
 2. else offset 0 when the text from there is valid to the end of what arrived, or across a line
    (a preamble fails on its first line);
 3. else the first offset not inside a word or a string ("ok": None, ...) from which the text runs
    valid for at least `LONG_RUN` characters past where the valid runs from earlier offsets end, or,
    once the reply is over, to its end (`SHORT_RUN` characters or more).
+
+While the reply may still be opening a fence at its start ("``", "```cs"), nothing is decided:
+rules 2 and 3 would take the fence's backticks as text where the grammar does (CSV).
 
 The work is linear in the reply: each offset that may start an answer gets an incremental checker
 that advances only on new text, at most `MAX_LIVE` of them are alive at a time, and text reaches a
@@ -88,6 +92,7 @@ class AnswerStart:
         self._fence = -1  # offset of the first fence opening, -1 until one is seen
         self._fence_body = -1  # offset where that fence's content starts, once its line ended
         self._fence_done = False
+        self._may_open = True  # the reply so far may be the start of a fence opening line
 
     @property
     def text(self) -> str:
@@ -95,6 +100,12 @@ class AnswerStart:
         if len(self._parts) > 1:
             self._parts[:] = ["".join(self._parts)]
         return self._parts[0] if self._parts else ""
+
+    def fence_opened(self) -> None:
+        """The reply's fence is open already (a drafter's alignment stripped its opening line):
+        rule 1 is off, and nothing waits for a fence opening."""
+        self._fence_done = True
+        self._may_open = False
 
     def feed(self, chunk: str) -> int | None:
         """Take the next chunk (kept whole in `text`); the answer's offset once it is known."""
@@ -165,7 +176,20 @@ class AnswerStart:
             live += run.alive
         self._last = (self._last + piece)[-(len(FENCE) - 1) :]
 
+    def _opening(self) -> bool:
+        """The reply so far may be the start of a fence opening line (blanks, backticks and an
+        info string, up to its line end: rule 1 decides on the first character after it)."""
+        if self._may_open:
+            head = self.text.lstrip()
+            info, _, after = head[len(FENCE) :].partition("\n")
+            self._may_open = FENCE.startswith(head) or (
+                head.startswith(FENCE) and not after and "`" not in info
+            )
+        return self._may_open
+
     def _decide(self, *, final: bool) -> int | None:
+        if not final and self._opening():
+            return None
         reach = 0
         for run in self._runs:
             beyond = run.end - max(run.start, reach, run.floor)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from backtrack.answer_start import AnswerStart, preamble
+from backtrack.fence import ClosingFence
 from backtrack.options import GuideOptions
 from backtrack.repair import Edit, RepairLimits, search
 from backtrack.result import GuideResult
@@ -108,6 +109,8 @@ class _Draft:
     pending: list[str] | None = None  # after a cut: the draft read on to find a repair
     pending_chars: int = 0
     repairs: list[Repair] = field(default_factory=list)
+    fence: ClosingFence | None = None  # the reply opened a code fence: where does it close?
+    closing: str | None = None  # the reply from its closing fence on: the answer ended there
 
 
 class GuideLoop:
@@ -316,7 +319,7 @@ class GuideLoop:
             chunk = chunk[: budget - draft.read]
             draft.over_budget = True
         draft.read += len(chunk)
-        return self._take(draft, chunk) and not draft.over_budget
+        return self._receive(draft, chunk) and not draft.over_budget
 
     def checks_only(self, chunk: str) -> bool:
         """`on_chunk(chunk)` would only check the chunk: no search for where the answer starts
@@ -328,9 +331,21 @@ class GuideLoop:
         window = self.options.repair_window
         return window == 0 or len(chunk) < window  # a cut in it cannot read a window past it
 
-    def _take(self, draft: _Draft, chunk: str) -> bool:
+    def _receive(self, draft: _Draft, chunk: str) -> bool:
+        """The reply's next piece: to the seeker while the answer's start is sought; else, in a
+        fenced reply, split at the closing fence, after which nothing is answer text (it goes to
+        `draft.closing`, and the stream is closed)."""
         if draft.seeker is not None:
             return self._seek_start(draft, draft.seeker.feed(chunk), final=False)
+        if draft.closing is not None:
+            draft.closing += chunk
+            return False
+        if draft.fence is not None:
+            chunk, draft.closing = draft.fence.split(chunk)
+        more = self._take(draft, chunk) if chunk else True
+        return more and draft.closing is None
+
+    def _take(self, draft: _Draft, chunk: str) -> bool:
         if draft.cut:
             draft.rest.append(chunk)
             return False
@@ -455,6 +470,10 @@ class GuideLoop:
 
     def _note_stripped(self, draft: _Draft, stripped: str) -> None:
         self._span(stripped[draft.stripped :], "dropped")
+        if draft.fence is None and not draft.read:
+            draft.fence = ClosingFence.after_stripped(stripped)
+            if draft.fence is not None and draft.seeker is not None:
+                draft.seeker.fence_opened()
         draft.stripped = max(draft.stripped, len(stripped))
 
     def _seek_start(self, draft: _Draft, start: int | None, *, final: bool) -> bool:
@@ -475,7 +494,9 @@ class GuideLoop:
         while start and received[start : start + 1].isspace():
             start += 1  # the blanks between a preamble and its answer go with the preamble
         self._span(received[:start], "dropped")
-        return self._take(draft, received[start:]) if received[start:] else True
+        if draft.fence is None:
+            draft.fence = ClosingFence.after_preamble(received[:start])
+        return self._receive(draft, received[start:]) if received[start:] else True
 
     def _repairable(self, text: str) -> bool:
         """Whether `text`, from the reply's start, fits the grammar or has a repair at its first
@@ -528,35 +549,42 @@ class GuideLoop:
             finish_reason = "length"
         if draft.seeker is not None:
             self._seek_start(draft, draft.seeker.finish(), final=True)
+        if draft.fence is not None and draft.closing is None:
+            self._take(draft, draft.fence.flush())  # no closing fence: what was kept back is text
+        # A closing fence ends the answer: as if the drafter had stopped there.
+        reason = "stop" if draft.closing is not None else finish_reason
         while draft.pending is not None:  # the reply ended while a repair was being read for
-            self._repair(draft, final=finish_reason == "stop")
-        rest = "".join(draft.rest)
-        cut_at = self.checker.chars if draft.cut else None
-        expected = self.checker.expected() if draft.cut else ()
+            self._repair(draft, final=reason == "stop")
+        rest, closing = "".join(draft.rest), draft.closing or ""
+        at_fence = draft.closing is not None and not draft.cut
+        trailing = self.checker.complete and (at_fence or (draft.cut and self._is_trailing(rest)))
+        cut_at = self.checker.chars if draft.cut or trailing else None
+        expected = self.checker.expected() if cut_at is not None else ()
         ended: RoundEnd = "cut" if draft.cut else "drafter_ended"
-        if draft.cut and self.checker.complete and self._is_trailing(rest):
+        if trailing:
             ended = "trailing"
-            self._drop_final_blanks()
+            self._drop_final_blanks(before_fence=at_fence)
             self._span(rest, "dropped")
             self.stop_reason = "trailing_dropped"
         elif draft.cut:
             self._span(rest, "rejected")
             self._rest = rest
-            self._rest_is_all = finish_reason == "stop"
+            self._rest_is_all = reason == "stop"
             self._next = "correct"
-        elif self.checker.complete and (finish_reason != "length" or self.checker.stopped):
+        elif self.checker.complete and (reason != "length" or self.checker.stopped):
             self.stop_reason = "complete"
-        elif draft.accepted and (finish_reason == "length" or self._may_go_on(finish_reason)):
+        elif draft.accepted and (reason == "length" or self._may_go_on(reason)):
             self._next = "draft"
         else:
             self._next = "correct"
+        self._span(closing, "dropped")
         logger.debug(
             "draft round %d ended %s (%s): %d characters accepted, %d rejected%s",
             len(self.rounds),
             ended,
-            finish_reason,
+            reason,
             draft.accepted,
-            len(rest),
+            len(rest) + len(closing),
             f", cut at character {cut_at}" if cut_at is not None else "",
         )
         self.rounds.append(
@@ -566,7 +594,7 @@ class GuideLoop:
                 ended=ended,
                 seconds=time.perf_counter() - draft.started,
                 accepted_chars=draft.accepted,
-                rejected_chars=len(rest),
+                rejected_chars=len(rest) + len(closing),
                 cut_at=cut_at,
                 expected=expected,
                 input_tokens=input_tokens,
@@ -616,20 +644,38 @@ class GuideLoop:
             self.draft_failed(error, retries=retries)
         self.stop_reason = "error"
 
-    def _drop_final_blanks(self) -> None:
-        """Blanks that end a complete text before dropped trailing text, where the grammar would
-        take nothing but blanks after the text without them (the newline before a closing
-        fence), go with the trailing text."""
+    def _drop_final_blanks(self, *, before_fence: bool = False) -> None:
+        """Blanks that end a complete text before dropped trailing text go with the trailing text
+        where the text without them is complete and the grammar would take nothing but blanks
+        after it (JSON). Before a closing fence, also where the text ends a line and the grammar
+        would take an empty line after it: its line breaks are then layout (Python, SQL), and the
+        one before the fence is the fence's, as markdown has it. Where the grammar takes no empty
+        line (CSV: an empty line is no record), the line break ends the text's last line, and it
+        stays. Never blanks already passed on as final."""
         text = self.text
         kept = len(text.rstrip())
-        if kept == len(text) or kept < self._final:
+        if kept == len(text) or kept < max(self._final, self._final_seen):
             return
+        layout = before_fence and self._takes_empty_line()
         self.checker.rollback(kept)
-        if not (self.checker.complete and self.checker.next_bytes() <= _BLANKS_OR_END):
+        only_blanks = self.checker.next_bytes() <= _BLANKS_OR_END
+        if not (self.checker.complete and (layout or only_blanks)):
             self.checker.feed(text[kept:])
             return
         self._retract(len(text) - kept, shown=False)
         self._span(text[kept:], "dropped")
+
+    def _takes_empty_line(self) -> bool:
+        """The text ends a line, and the grammar takes an empty line after it, to a complete
+        text (the state is unchanged)."""
+        text = self.text
+        if not text.endswith("\n"):
+            return False
+        line_break = "\r\n" if text.endswith("\r\n") else "\n"
+        taken = self.checker.feed(line_break)
+        complete = taken == len(line_break) and self.checker.complete
+        self.checker.rollback(len(text))
+        return complete
 
     def _is_trailing(self, rest: str) -> bool:
         """At a complete point, is the rejected rest commentary rather than a slip? It is when the
