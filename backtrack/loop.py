@@ -563,7 +563,7 @@ class GuideLoop:
         ended: RoundEnd = "cut" if draft.cut else "drafter_ended"
         if trailing:
             ended = "trailing"
-            self._drop_final_blanks(before_fence=at_fence)
+            self._drop_final_blanks()
             self._span(rest, "dropped")
             self.stop_reason = "trailing_dropped"
         elif draft.cut:
@@ -644,38 +644,22 @@ class GuideLoop:
             self.draft_failed(error, retries=retries)
         self.stop_reason = "error"
 
-    def _drop_final_blanks(self, *, before_fence: bool = False) -> None:
+    def _drop_final_blanks(self) -> None:
         """Blanks that end a complete text before dropped trailing text go with the trailing text
         where the text without them is complete and the grammar would take nothing but blanks
-        after it (JSON). Before a closing fence, also where the text ends a line and the grammar
-        would take an empty line after it: its line breaks are then layout (Python, SQL), and the
-        one before the fence is the fence's, as markdown has it. Where the grammar takes no empty
-        line (CSV: an empty line is no record), the line break ends the text's last line, and it
-        stays. Never blanks already passed on as final."""
+        after it (JSON). Elsewhere they stay: before a closing fence too, whose block's content
+        ends with its last line's break, as CommonMark has it. Never blanks already passed on as
+        final."""
         text = self.text
         kept = len(text.rstrip())
         if kept == len(text) or kept < max(self._final, self._final_seen):
             return
-        layout = before_fence and self._takes_empty_line()
         self.checker.rollback(kept)
-        only_blanks = self.checker.next_bytes() <= _BLANKS_OR_END
-        if not (self.checker.complete and (layout or only_blanks)):
+        if not (self.checker.complete and self.checker.next_bytes() <= _BLANKS_OR_END):
             self.checker.feed(text[kept:])
             return
         self._retract(len(text) - kept, shown=False)
         self._span(text[kept:], "dropped")
-
-    def _takes_empty_line(self) -> bool:
-        """The text ends a line, and the grammar takes an empty line after it, to a complete
-        text (the state is unchanged)."""
-        text = self.text
-        if not text.endswith("\n"):
-            return False
-        line_break = "\r\n" if text.endswith("\r\n") else "\n"
-        taken = self.checker.feed(line_break)
-        complete = taken == len(line_break) and self.checker.complete
-        self.checker.rollback(len(text))
-        return complete
 
     def _is_trailing(self, rest: str) -> bool:
         """At a complete point, is the rejected rest commentary rather than a slip? It is when the

@@ -30,8 +30,8 @@ FENCED = {
     "csv-preamble": (CSV, f'Here is the "people" table:\n```csv\n{TABLE}```\n', TABLE),
     "csv-prose-after": (CSV, f"```csv\n{TABLE}```\nHope this helps!", TABLE),
     "csv-crlf": (CSV, "```csv\r\na,b\r\n1,2\r\n```\r\nDone.", "a,b\r\n1,2\r\n"),
-    "python": (PYTHON, f"```python\n{ASSIGN}\n```", ASSIGN),
-    "python-prose-after": (PYTHON, f"Sure:\n```python\n{ASSIGN}\n```\nDone.", ASSIGN),
+    "python": (PYTHON, f"```python\n{ASSIGN}\n```", ASSIGN + "\n"),  # CommonMark: the content
+    "python-prose-after": (PYTHON, f"Sure:\n```python\n{ASSIGN}\n```\nDone.", ASSIGN + "\n"),
     "json-backticks-in-a-string": (JSON, '```json\n{"a": "```"}\n```\nok', '{"a": "```"}'),
 }
 CHUNKS = [1, 2, 3, 0]  # 0: the reply whole, not streamed
@@ -136,7 +136,7 @@ def test_nothing_passed_on_as_final_is_dropped_at_a_closing_fence(case: str, siz
     assert len(pieces) > 3, "pieces come while the draft streams"
 
 
-def test_final_chars_never_cover_the_line_break_before_a_closing_fence() -> None:
+def test_final_chars_grow_and_hold_through_a_closing_fence() -> None:
     grammar, reply, output = FENCED["python"]
     loop = GuideLoop(grammar, "p", GuideOptions())
     loop.draft_request()
