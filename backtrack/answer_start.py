@@ -62,11 +62,14 @@ class _Run:
 
 def preamble(text: str) -> bool:
     """Whether `text`, before where an answer could start, reads as a preamble to drop: a code
-    fence, or prose (it starts with a word or a markdown mark, and at least half of what is not
-    blank is letters). Text that reads as code (`x = 1; y = 2; `, `; a comment`, `<p class='a'>`)
-    is the answer with a slip early on: the repairs see to it."""
-    if FENCE in text:
-        return True
+    fence, or prose. Text that reads as code (`x = 1; y = 2; `, `; a comment`, `<p class='a'>`)
+    may be the answer with a slip early on: the repairs see to it."""
+    return FENCE in text or prose(text)
+
+
+def prose(text: str) -> bool:
+    """Whether `text` reads as prose: it starts with a word or a markdown mark, and at least half
+    of what is not blank is letters."""
     marks = text.split()
     if not marks:
         return True

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from backtrack.answer_start import AnswerStart, preamble
+from backtrack.answer_start import AnswerStart, preamble, prose
 from backtrack.fence import ClosingFence
 from backtrack.options import GuideOptions
 from backtrack.repair import Edit, RepairLimits, search
@@ -360,7 +360,9 @@ class GuideLoop:
             self._span(chunk[: self.checker.chars - start], "draft")
             draft.accepted += self.checker.chars - start
         if taken < len(chunk):
-            trailing = self.checker.complete and self._is_trailing(chunk[taken:])
+            rest = chunk[taken:]
+            # Blanks alone do not tell commentary from a slip: the repair's window will.
+            trailing = self.checker.complete and bool(rest.strip()) and self._is_trailing(rest)
             if self._may_repair(draft) and not trailing:
                 draft.pending = [chunk[taken:]]
                 draft.pending_chars = len(chunk) - taken
@@ -673,7 +675,14 @@ class GuideLoop:
             return True
         text = self.text
         tail = text[len(text.rstrip()) :]
-        return "\n" in tail or rest.lstrip(" \t").startswith(("\n", "\r", "```"))
+        if not ("\n" in tail or rest.lstrip(" \t").startswith(("\n", "\r", "```"))):
+            return False
+        # A new line: commentary, unless it is more of the answer after blank lines the grammar
+        # refuses (an empty line between CSV records): not prose, and it fits to its end.
+        after = rest.lstrip()
+        line = after.split("\n", 1)[0]
+        more = not prose(line) and self.checker.fits(after) >= min(len(after), len(line) + 1)
+        return not more
 
     # -- corrections ----------------------------------------------------------------------------
 

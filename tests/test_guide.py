@@ -469,6 +469,30 @@ def test_trailing_prose_is_dropped_not_corrected(
         assert api.closed == [True] and api.yielded == [valid // 3 + 1]
 
 
+@pytest.mark.parametrize("chunk", [0, 1, 3])
+def test_blank_lines_inside_the_answer_are_deleted_not_taken_for_its_end(chunk: int) -> None:
+    """CSV refuses an empty line; the records after it are more of the answer, not commentary."""
+    api = ScriptedAPI("x,y\n1,2\n3,4\n", drafts=["x,y\n\n1,2\n\n3,4\n"], chunk=chunk)
+    result = run(api, Grammar.load("csv"), ScriptedTarget(), stream=chunk > 0)
+    assert (result.text, result.stop_reason, result.api_calls) == ("x,y\n1,2\n3,4\n", "complete", 1)
+    assert [t for o, t in [(s.origin, s.text) for s in result.trace.spans] if o == "skipped"] == [
+        "\n",
+        "\n",
+    ]
+
+
+@pytest.mark.parametrize("chunk", [0, 1, 3])
+def test_prose_after_a_blank_line_is_dropped_though_the_grammar_would_take_it(chunk: int) -> None:
+    """CSV takes any line as a record; after a blank line it refuses, prose is commentary."""
+    api = ScriptedAPI("a,b\n1,2\n", drafts=["a,b\n1,2\n\nThese are the rows."], chunk=chunk)
+    result = run(api, Grammar.load("csv"), ScriptedTarget(), stream=chunk > 0)
+    assert (result.text, result.stop_reason, result.api_calls) == (
+        "a,b\n1,2\n",
+        "trailing_dropped",
+        1,
+    )
+
+
 @pytest.mark.e2e
 def test_zero_budget_lets_the_target_complete(target: LocalTarget) -> None:
     api = ScriptedAPI(DOC_A, drafts=[UNCLOSED])
