@@ -119,9 +119,25 @@ _OPERATORS = {
     "!==": ("!=",),
     "; ": ("\n",),  # statements on one line, where a grammar separates them by lines
 }
+# Phrases of other SQL dialects that SQLite writes another way, and how (`\\1`: the phrase's
+# number or name). A candidate each where the grammar takes it, at no cost: what the API meant.
+_DIALECT = (
+    (re.compile(r"SIMILAR\s+TO\b", re.I), "LIKE"),
+    (re.compile(r"FETCH\s+(?:FIRST|NEXT)\s+(\d+)\s+ROWS?\s+ONLY\b", re.I), r"LIMIT \1"),
+    (re.compile(r"(\w+)::(\w+)"), r"CAST(\1 AS \2)"),
+)
 _OPERATOR_SYNONYMS = frozenset(
     (slip, meant.strip()) for slip, all in _OPERATORS.items() for meant in all
 )
+
+
+def _rewritten(text: str) -> str | None:
+    """How SQLite writes `text` when it is another dialect's phrase as a whole; None otherwise."""
+    for phrase, meaning in _DIALECT:
+        match = phrase.fullmatch(text)
+        if match is not None:
+            return match.expand(meaning)
+    return None
 
 
 def _changes_words(before: str, removed: str, inserted: str, after: str) -> bool:
@@ -137,9 +153,11 @@ def _changes_words(before: str, removed: str, inserted: str, after: str) -> bool
 
 def _distance(removed: str, inserted: str) -> int:
     """The edit distance; a known synonym of another language counts as one edit, a known
-    operator of another notation as none."""
+    operator of another notation or a phrase of another SQL dialect as none."""
     if (removed.strip().lower(), inserted.strip().lower()) in _SYNONYMS:
         return 1
+    if _rewritten(removed) == inserted:
+        return 0
     meant = inserted.strip()
     if (removed, meant) in _OPERATOR_SYNONYMS or (removed.strip(), meant) in _OPERATOR_SYNONYMS:
         return 0
@@ -283,14 +301,22 @@ def _inserts(
 
 
 def _operator_inserts(checker: Checker, deleted: str, rest: str) -> list[tuple[str, int | None]]:
-    """Where the backed-off text and the draft's rest start with another notation's operator
-    (covering all of the backed-off text), its meanings that the grammar takes here, each with
-    the skip past the operator."""
+    """Where the backed-off text and the draft's rest start with another notation's operator or
+    another SQL dialect's phrase (covering all of the backed-off text), its meanings that the
+    grammar takes here, each with the skip past the slip."""
     found: list[tuple[str, int | None]] = []
+    text = deleted + rest
     for slip, meanings in _OPERATORS.items():
-        if len(deleted) <= len(slip) and (deleted + rest).startswith(slip):
+        if len(deleted) <= len(slip) and text.startswith(slip):
             skip = len(slip) - len(deleted)
             found += [(m, skip) for m in meanings if checker.fits(m) == len(m)]
+    within_word = _word_at(checker.text[-1:]) == 1  # a phrase starts a word
+    for phrase, meaning in _DIALECT:
+        match = phrase.match(text)
+        if match is not None and len(deleted) <= match.end() and not within_word:
+            written = match.expand(meaning)
+            if checker.fits(written) == len(written):
+                found.append((written, match.end() - len(deleted)))
     return found
 
 

@@ -112,6 +112,14 @@ SLIPS = [
     ("arithmetic", "(3 × 4 + 2) ÷ 7", "(3 * 4 + 2) / 7"),
     ("python_expr", "ok = a && b", "ok = a and b"),
     ("python_expr", "ok = a || !c", "ok = a or not c"),  # a meaning with its blank: `not `
+    # Phrases of other SQL dialects, as SQLite writes them.
+    ("sqlite", "SELECT a FROM t WHERE b SIMILAR TO 'x%';", "SELECT a FROM t WHERE b LIKE 'x%';"),
+    (
+        "sqlite",
+        "SELECT a FROM t ORDER BY a FETCH FIRST 5 ROWS ONLY;",
+        "SELECT a FROM t ORDER BY a LIMIT 5;",
+    ),
+    ("sqlite", "SELECT price::integer AS p FROM t;", "SELECT CAST(price AS integer) AS p FROM t;"),
     # A slip early in the answer, not a preamble: the answer starts at the reply's start.
     ("python_expr", "x = 1; y = 2; z = x + y", "x = 1\ny = 2\nz = x + y"),
     ("sqlite", "-- all\n# rows\nSELECT a FROM t;", "-- all\n-- rows\nSELECT a FROM t;"),
