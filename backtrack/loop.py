@@ -665,14 +665,15 @@ class GuideLoop:
 
     def _is_trailing(self, rest: str) -> bool:
         """At a complete point, is the rejected rest commentary rather than a slip? It is when the
-        grammar cannot go on at all or only with blanks, when the rest is a word where no word may
-        follow (SQL after its ";" takes only blanks and comments), or the rest starts a new line or
-        a code fence."""
+        grammar cannot go on at all or only with blanks, when the rest is a blank and a word where
+        no word may follow (SQL after its ";" takes only blanks and comments), or the rest starts
+        a new line or a code fence (and is not more of the answer, below)."""
         following = self.checker.next_bytes()
         if self.checker.stopped or not rest.strip() or following <= _BLANKS_OR_END:
             return True
-        if rest.lstrip()[:1].isalpha() and not following & _LETTERS:
-            return True
+        after_blank = rest[:1].isspace() or self.text[-1:].isspace()
+        if after_blank and rest.lstrip()[:1].isalpha() and not following & _LETTERS:
+            return True  # a word after a blank (right after a closing quote, a slip in the text)
         text = self.text
         tail = text[len(text.rstrip()) :]
         if not ("\n" in tail or rest.lstrip(" \t").startswith(("\n", "\r", "```"))):

@@ -320,6 +320,21 @@ def _operator_inserts(checker: Checker, deleted: str, rest: str) -> list[tuple[s
     return found
 
 
+def _escapes(checker: Checker, deleted: str, rest: str) -> list[str]:
+    """Where `deleted` is a string's closing quote (and blanks after it) and the draft goes on
+    with a word (after a blank, maybe), the quote escaped as the grammar takes it (`\\"` in JSON,
+    `""` in CSV), the blanks kept: a quotation in the string's text (`"She said "hi" to me"`)."""
+    quote, blanks = deleted[:1], deleted[1:]
+    if (
+        quote not in "\"'"
+        or (blanks and not blanks.isspace())
+        or not rest.lstrip(" ")[:1].isalnum()
+    ):
+        return []
+    escapes = (f"\\{quote}", quote * 2)
+    return [e + blanks for e in escapes if checker.fits(e + blanks) == len(e + blanks)]
+
+
 def _bare(rest: str) -> tuple[int, str] | None:
     """When the draft goes on with a bare word or number, (its length, it in double quotes): a
     string the API wrote without quotes (`{name: "Ann"}`, `"age": 31` where a string goes)."""
@@ -353,10 +368,14 @@ def _candidates(
     found: list[_Candidate] = []
     for back in range(min(limits.max_back, base - floor) + 1):
         checker.rollback(base - back)
-        if back and not was_free and checker.in_free_text():
-            continue  # backed into a string: not trusted (see _trusted), not worth checking
         deleted = committed[base - back :]
-        for insert, only in _inserts(checker, deleted, rest, limits):
+        if back and not was_free and checker.in_free_text():
+            # Backed into a string: not trusted (see _trusted), but for its closing quote,
+            # which may be a quote in its text the API did not escape.
+            inserts = [(escaped, 0) for escaped in _escapes(checker, deleted, rest)]
+        else:
+            inserts = _inserts(checker, deleted, rest, limits)
+        for insert, only in inserts:
             for skip in [only] if only is not None else _skips(rest, limits):
                 if (back, skip, insert) == (0, 0, "") or insert == deleted + rest[:skip]:
                     continue  # no edit: that is the cut itself
@@ -511,6 +530,10 @@ def _trusted(checker: Checker, committed: str, c: _Candidate, *, was_free: bool)
     edit = c.edit
     _restore(checker, committed[: len(committed) - edit.back])
     inside = not was_free and checker.in_free_text()
+    if inside and edit.insert in _escapes(checker, edit.deleted, edit.skipped + c.tail):
+        # A quote escaped in a string: trusted when the draft's rest that fits then closes that
+        # string itself, with a quote of the same kind.
+        return edit.deleted[0] in c.tail[: edit.fits]
     checker.feed(edit.insert)
     # A line comment written in the grammar's notation is open until its line's end, next.
     inside = inside or (

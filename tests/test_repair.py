@@ -112,6 +112,8 @@ SLIPS = [
     ("arithmetic", "(3 × 4 + 2) ÷ 7", "(3 * 4 + 2) / 7"),
     ("python_expr", "ok = a && b", "ok = a and b"),
     ("python_expr", "ok = a || !c", "ok = a or not c"),  # a meaning with its blank: `not `
+    # A quotation in a string, its quotes not escaped.
+    ("json", '{"q": "She said "hi" to me", "n": 1}', '{"q": "She said \\"hi\\" to me", "n": 1}'),
     # Phrases of other SQL dialects, as SQLite writes them.
     ("sqlite", "SELECT a FROM t WHERE b SIMILAR TO 'x%';", "SELECT a FROM t WHERE b LIKE 'x%';"),
     (
