@@ -369,6 +369,7 @@ def _candidates(
     for back in range(min(limits.max_back, base - floor) + 1):
         checker.rollback(base - back)
         deleted = committed[base - back :]
+        inserts: list[tuple[str, int | None]]
         if back and not was_free and checker.in_free_text():
             # Backed into a string: not trusted (see _trusted), but for its closing quote,
             # which may be a quote in its text the API did not escape.
