@@ -140,6 +140,7 @@ class GuideLoop:
         # once the text is complete, what must be written again.
         self._validator_only = any(r.checked for r in grammar.relaxed)
         self._validator_cuts = 0
+        self._went_on = False  # a reply that stopped short was continued by the API
 
     @property
     def text(self) -> str:
@@ -612,11 +613,12 @@ class GuideLoop:
     def _may_go_on(self, finish_reason: str) -> bool:
         """A reply that stopped before the text is complete (truncated, or a closing bracket
         forgotten) is continued by the API, which knows better than the local model what it
-        meant; once in a row: a reply that stops short again is corrected (an API that keeps
-        stopping short would otherwise be called until the round budget runs out)."""
-        previous = self.rounds[-1] if self.rounds else None
-        again = previous is not None and previous.ended == "drafter_ended"
-        return finish_reason == "stop" and not again
+        meant; once a run: after that, a reply that stops short is corrected (an API that keeps
+        stopping short would otherwise cost a call more for every correction)."""
+        if finish_reason != "stop" or self._went_on:
+            return False
+        self._went_on = True
+        return True
 
     def draft_failed(self, error: BaseException, *, retries: int) -> None:
         """The provider failed for good; what was committed stays, the run ends."""
