@@ -577,6 +577,7 @@ class GuideLoop:
         elif self.checker.complete and (reason != "length" or self.checker.stopped):
             self.stop_reason = "complete"
         elif draft.accepted and (reason == "length" or self._may_go_on(reason)):
+            self._went_on = self._went_on or reason == "stop"
             self._next = "draft"
         else:
             self._next = "correct"
@@ -615,10 +616,7 @@ class GuideLoop:
         forgotten) is continued by the API, which knows better than the local model what it
         meant; once a run: after that, a reply that stops short is corrected (an API that keeps
         stopping short would otherwise cost a call more for every correction)."""
-        if finish_reason != "stop" or self._went_on:
-            return False
-        self._went_on = True
-        return True
+        return finish_reason == "stop" and not self._went_on
 
     def draft_failed(self, error: BaseException, *, retries: int) -> None:
         """The provider failed for good; what was committed stays, the run ends."""
