@@ -97,7 +97,7 @@ class Run:
         self.options = options
         self.on_text = on_text
         self._passed = 0  # characters of the output given to on_text so far
-        self.loop = GuideLoop(Grammar.coerce(grammar), prompt, options)
+        self.loop = GuideLoop(Grammar.coerce(grammar), prompt, options, self._likeliest)
         self.drafter: Drafter | AsyncDrafter = as_drafter(drafter)
         self.prompt = prompt
         self.target = target
@@ -123,6 +123,10 @@ class Run:
             target = self.target if self.target is not None else default_target()
             self._session = target.session(self.prompt)
         return self._session
+
+    def _likeliest(self, texts: list[str]) -> int:
+        """Which of repairs that tie the target finds likeliest (blocking: forward passes)."""
+        return self.session().likeliest(texts)
 
     def correct(self, call: TargetCall, cancel: threading.Event | None = None) -> Correction:
         """The target's correction for `call` (blocking: forward passes)."""

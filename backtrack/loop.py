@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal
 from backtrack.answer_start import AnswerStart, preamble, prose
 from backtrack.fence import ClosingFence
 from backtrack.options import GuideOptions
-from backtrack.repair import Edit, RepairLimits, search
+from backtrack.repair import Edit, Prefer, RepairLimits, search
 from backtrack.result import GuideResult
 from backtrack.trace import (
     OUTPUT_ORIGINS,
@@ -114,10 +114,17 @@ class _Draft:
 
 
 class GuideLoop:
-    def __init__(self, grammar: Grammar, prompt: Prompt, options: GuideOptions) -> None:
+    def __init__(
+        self,
+        grammar: Grammar,
+        prompt: Prompt,
+        options: GuideOptions,
+        prefer: Prefer | None = None,
+    ) -> None:
         self.grammar = grammar
         self.prompt = prompt
         self.options = options
+        self.prefer = prefer  # breaks ties between repairs: the local model's likelihood
         self.checker = grammar.checker()
         self._spans: list[Span] = []
         # The last span's text, still growing: adjacent pieces of one origin and round make one
@@ -405,6 +412,7 @@ class GuideLoop:
                 final=final and len(rest) <= window,
                 floor=self._final,
                 limits=REPAIR_LIMITS,
+                prefer=self.prefer,
             )
         if edit is None:
             draft.cut = True

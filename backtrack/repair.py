@@ -20,6 +20,7 @@ is no repair, and the local model writes a correction instead.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from grammars import Checker
@@ -410,17 +411,51 @@ def _candidates(
     return found
 
 
+Prefer = Callable[[list[str]], int]
+"""Given texts that differ only in their ends, the index of the one a model finds likeliest."""
+
+
 def search(
-    checker: Checker, rest: str, *, final: bool, floor: int, limits: RepairLimits
+    checker: Checker,
+    rest: str,
+    *,
+    final: bool,
+    floor: int,
+    limits: RepairLimits,
+    prefer: Prefer | None = None,
 ) -> Edit | None:
     """The cheapest edit at `checker`'s cut after which the draft's `rest` (all of the reply's
     rest when `final`) fits again, backing off no further than character `floor`; None when no
-    edit resynchronises. The checker is left where it was."""
+    edit resynchronises. Edits that tie (`2(x` as `2*(x` or `2%(x`) go to `prefer`, given each
+    one's text with the next `_SCORED` characters of the draft after it. The checker is left
+    where it was."""
     budget = [_SEARCHES]
+    ties: list[Edit] = []
     best = _best(
-        checker, rest, final=final, floor=floor, limits=limits, need=limits.min_fit, budget=budget
+        checker,
+        rest,
+        final=final,
+        floor=floor,
+        limits=limits,
+        need=limits.min_fit,
+        budget=budget,
+        ties=ties if prefer is not None else None,
     )
-    return None if best is None else best[0]
+    if best is None:
+        return None
+    if prefer is None or not ties or ties[0] is not best[0]:
+        return best[0]
+    committed = checker.text
+    texts: dict[str, Edit] = {}
+    for edit in ties:
+        after = rest[edit.skip :][:_SCORED]
+        texts.setdefault(committed[: len(committed) - edit.back] + edit.insert + after, edit)
+    if len(texts) == 1:
+        return best[0]
+    return list(texts.values())[prefer(list(texts))]
+
+
+_SCORED = 16  # characters of the draft after an edit that its likelihood takes in
 
 
 Total = tuple[int, int]
@@ -437,13 +472,15 @@ def _best(
     need: int,
     budget: list[int],
     depth: int = 0,
+    ties: list[Edit] | None = None,
 ) -> tuple[Edit, Total] | None:
     """The edit to make, and the total cost of the edits it takes to resynchronise.
 
     An edit resynchronises when `need` characters of the rest fit after it (or the whole rest,
     which then, for a final reply, completes the text). An edit after which fewer fit
     resynchronises when edits at the next cuts do, up to `_MAX_DEPTH` slips in a row
-    (`{'a': 1, 'b': 2}`): the path of least total cost wins."""
+    (`{'a': 1, 'b': 2}`): the path of least total cost wins. `ties`, when given, gets the edit
+    that resynchronises at once at the least cost and the others ranked alike, in order."""
     budget[0] -= 1
     committed = checker.text
     was_free = checker.in_free_text()
@@ -451,8 +488,11 @@ def _best(
     direct = [c for c in candidates if c.edit.fits >= min(max(need, 1), len(c.tail))]
     direct.sort(key=lambda c: (c.edit.cost, c.rank))
     best: tuple[Edit, Total] | None = None
+    key = None  # the ranking of the best direct edit that completes
     for c in direct:
         if best is not None and c.edit.cost > best[1][0]:
+            break
+        if key is not None and (ties is None or (c.edit.cost, c.rank) != key):
             break
         if not _trusted(checker, committed, c, was_free=was_free):
             continue
@@ -460,10 +500,16 @@ def _best(
         # than one that completes it: `["a", "b",{}` does not beat `["a", "b"]`.
         unfinished = final and c.whole and not _completes(checker, committed, c)
         total = (c.edit.cost + unfinished, len(c.edit.insert))
+        if key is not None:
+            if not unfinished and ties is not None:
+                ties.append(c.edit)
+            continue
         if best is None or total < best[1]:
             best = (c.edit, total)
         if not unfinished:
-            break
+            key = (c.edit.cost, c.rank)
+            if ties is not None:
+                ties.append(c.edit)
     if depth < _MAX_DEPTH:
         partial = [c for c in candidates if c.edit.fits < min(max(need, 1), len(c.tail))]
         partial.sort(key=lambda c: (c.edit.cost, c.rank))

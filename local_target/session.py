@@ -259,6 +259,32 @@ class TargetSession:
         seq.cache.crop(-n)
         self._seq = _Sequence(seq.ids[:-n], seq.cache, after)
 
+    def likeliest(self, texts: list[str]) -> int:
+        """The index of the text the model finds likeliest after the prompt, among texts that
+        differ only in their ends: the log-probability of each one's tokens after the tokens
+        they all start with, one forward pass each, the session's cache cropped back after."""
+        vocab = self.target.vocab
+        encoded = [vocab.encode(text) for text in texts]
+        if len(texts) < 2 or not all(encoded):
+            return 0
+        shared = min(common_prefix(encoded[0], ids) for ids in encoded)
+        shared = min(shared, *(len(ids) - 1 for ids in encoded))  # each scores a token at least
+        self.move_to([*self._prompt, *encoded[0][:shared]])
+        before = self.next
+        scores = []
+        for ids in encoded:
+            new = ids[shared:]
+            outputs = [before, *self.feed(new, rows=len(new))[:-1]]
+            scores.append(
+                sum(
+                    float(torch.log_softmax(out.logits().float(), dim=-1)[token])
+                    for out, token in zip(outputs, new, strict=True)
+                )
+            )
+            self.drop(len(new), before)
+        logger.debug("likeliest of %d texts: scores %s", len(texts), scores)
+        return max(range(len(texts)), key=scores.__getitem__)
+
     # -- the matcher ----------------------------------------------------------------------------
 
     def _matcher_at(self, grammar: Grammar, text_ids: list[int]) -> llguidance.LLMatcher:

@@ -136,6 +136,10 @@ class ScriptedTarget:
     def session(self, prompt: Any) -> ScriptedTarget:
         return self
 
+    def likeliest(self, texts: list[str]) -> int:
+        """Repairs that tie: the first, the search's own order."""
+        return 0
+
     def correct(self, text: str, grammar: Grammar, **options: Any) -> Correction:
         self.calls.append((text, options.get("until")))
         self.grammars.append(grammar)

@@ -182,6 +182,45 @@ def test_a_preamble_is_dropped_when_it_reads_as_prose_or_has_no_repair(
     assert spans(result) == [("dropped", dropped), ("draft", expected)]
 
 
+def test_edits_that_tie_go_to_the_model_with_the_drafts_text_after_them() -> None:
+    """`2(x + 4)`: every operator inserted costs one edit; `prefer` picks among them."""
+    checker = Grammar.load("arithmetic").checker()
+    checker.feed("2")
+    offered: list[list[str]] = []
+
+    def prefer(texts: list[str]) -> int:
+        offered.append(texts)
+        return texts.index("2*(x + 4) + 1")
+
+    edit = search(checker, "(x + 4) + 1", final=True, floor=0, limits=RepairLimits(), prefer=prefer)
+    assert edit is not None and edit.insert == "*"
+    (texts,) = offered
+    assert {"2*(x + 4) + 1", "2+(x + 4) + 1", "2%(x + 4) + 1"} <= set(texts)
+    assert checker.text == "2"
+
+
+def test_one_cheapest_edit_asks_the_model_nothing() -> None:
+    checker = Grammar.load("json").checker()
+    checker.feed('{"a": 1,')
+    asked: list[list[str]] = []
+
+    def prefer(texts: list[str]) -> int:
+        asked.append(texts)
+        return 0
+
+    edit = search(checker, "}", final=True, floor=0, limits=RepairLimits(), prefer=prefer)
+    assert edit is not None and edit.deleted == "," and asked == []
+
+
+@pytest.mark.e2e
+def test_smollm2_breaks_a_tie_as_the_api_meant(target: Any) -> None:
+    api = ScriptedAPI("2(x + 4) + 1")
+    result = guide(
+        providers.FunctionDrafter(api), "arithmetic", prompt="p", target=target, **NO_CORRECTIONS
+    )
+    assert (result.text, result.api_calls) == ("2*(x + 4) + 1", 1)
+
+
 def test_a_forgotten_bracket_is_shown_as_one_insertion() -> None:
     result = repaired("json", '{"a": [1, 2, "b": 3}')
     assert spans(result) == [("draft", '{"a": [1, 2'), ("edit", "]"), ("draft", ', "b": 3}')]
