@@ -27,6 +27,7 @@ from grammars.grammar import Grammar
 from local_target import DecodingPolicy, LocalTarget, Sampling
 from local_target.errors import TargetError
 from local_target.sampling import choose
+from local_target.session import common_prefix
 
 # Tiny models on real tokenizers (forward passes), on one torch thread.
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
@@ -336,6 +337,32 @@ def test_kv_invariant_after_corrections(target: Any, name: str) -> None:
         assert_same_logits(session)
         session.move_to(session.ids[: session.prompt_len] + made.vocab.encode(text))
         assert_same_logits(session)
+
+
+@pytest.mark.parametrize("name", TARGET_IDS)
+def test_likeliest_scores_each_text_and_keeps_the_kv_invariant(target: Any, name: str) -> None:
+    """Each text's tokens after the shared ones, scored on the session's cache and cropped back:
+    the choice equals scoring each text from scratch, and the cache still matches its ids."""
+    made = target(name)
+    texts = ['{"name": "Ann", "age": 31}', '{"name": "Ann", "age": 3!}', '{"name": "Ann"}}}']
+    session = made.session("Likeliest:")
+    session.move_to(session.ids[: session.prompt_len] + made.vocab.encode('{"other": 1'))
+    chosen = session.likeliest(texts)
+    assert_same_logits(session)
+    prompt = session.ids[: session.prompt_len]
+    encoded = [made.vocab.encode(t) for t in texts]
+    shared = min(common_prefix(encoded[0], ids) for ids in encoded)
+    scores = []
+    for ids in encoded:
+        whole = prompt + ids
+        with torch.inference_mode():
+            logits = made.model(torch.tensor([whole], device=made.device)).logits[0]
+        logp = logits.float().log_softmax(-1)
+        scores.append(
+            sum(float(logp[i - 1, whole[i]]) for i in range(len(prompt) + shared, len(whole)))
+        )
+    assert chosen == max(range(len(texts)), key=scores.__getitem__)
+    assert session.likeliest(texts[:1]) == 0
 
 
 # -- token healing --------------------------------------------------------------------------------
