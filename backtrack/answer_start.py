@@ -5,8 +5,9 @@ answer starts:
 
 1. the content of the first code fence, if its first character is valid under the grammar (not
    in a reply whose fence is open already, `fence_opened`: a fence there closes the answer);
-2. else offset 0 when the text from there is valid to the end of what arrived, or across a line
-   (a preamble fails on its first line);
+2. else offset 0 when the text from there is valid across a line (a preamble fails on its first
+   line), or to the end of what arrived, unless that reads as prose and is shorter than
+   `LONG_RUN` (so that a reply streamed in small pieces is judged as it would be whole);
 3. else the first offset not inside a word or a string ("ok": None, ...) from which the text runs
    valid for at least `LONG_RUN` characters past where the valid runs from earlier offsets end, or,
    once the reply is over, to its end (`SHORT_RUN` characters or more).
@@ -196,7 +197,7 @@ class AnswerStart:
         reach = 0
         for run in self._runs:
             beyond = run.end - max(run.start, reach, run.floor)
-            if run.start == 0 and (run.newline or run.alive):
+            if run.start == 0 and (run.newline or (run.alive and self._sure(final))):
                 return 0
             to_end = run.alive and final and beyond >= SHORT_RUN and beyond == run.checker.chars
             if beyond >= LONG_RUN or to_end:
@@ -204,6 +205,12 @@ class AnswerStart:
             reach = max(reach, run.end)
         self._discard_dead()
         return None
+
+    def _sure(self, final: bool) -> bool:
+        """Whether a valid start at offset 0 is the answer's: the reply is over, it is long, or
+        it does not read as prose (a streamed "Here" is a CSV record so far, and prose may
+        follow that ends the run)."""
+        return final or self.length >= LONG_RUN or not prose(self.text)
 
     def _discard_dead(self) -> None:
         """Dead runs never qualify later (their reach only grows for later ones): keep only where

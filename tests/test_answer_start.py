@@ -60,9 +60,15 @@ def test_the_answer_starts_at_the_same_offset_however_the_reply_is_chunked(
 
 def test_a_first_chunk_valid_to_its_end_starts_the_answer_at_once() -> None:
     """Rule 2: the text from offset 0 is valid as far as it arrived; the answer starts there and
-    a later refusal (`True`) is the loop's cut, not a preamble."""
+    a later refusal (`True`) is the loop's cut, not a preamble. A start that reads as prose
+    waits for LONG_RUN characters or a line's end: "Here" is a CSV record, and so is "Here is
+    the table", but not 'Here is the "people" table:'."""
     seeker = AnswerStart(JSON, limit=10**6)
     assert seeker.feed('{"ok": ') == 0
+    csv = AnswerStart(Grammar.load("csv"), limit=10**6)
+    reply = 'Here is the "people" table:\n```csv\na,b\n'
+    found = next(f for c in reply if (f := csv.feed(c)) is not None)
+    assert found == reply.index("a,b")
 
 
 def test_the_text_is_kept_whole_after_the_answer_is_found_and_past_the_limit() -> None:
