@@ -152,10 +152,23 @@ def _changes_words(before: str, removed: str, inserted: str, after: str) -> bool
     return [w.lower() for w in old] != [w.lower() for w in new]
 
 
+def _quotes(text: str) -> int:
+    """How many quotes `text` holds: an edit of characters that deletes or adds an odd number
+    turns a string's text into structure or back (`'zuck'` to the name `zuck`), and costs one
+    more (a quoted text or a name requoted as a whole is a candidate of its own)."""
+    return sum(text.count(q) for q in _QUOTES + '"')
+
+
 def _distance(removed: str, inserted: str) -> int:
-    """The edit distance; a known synonym of another language counts as one edit, a known
-    operator of another notation or a phrase of another SQL dialect as none."""
+    """The edit distance; a known synonym of another language counts as one edit, and so does a
+    quoted text in the quotes the grammar takes (or a quoted name bare); a known operator of
+    another notation or a phrase of another SQL dialect counts as none."""
     if (removed.strip().lower(), inserted.strip().lower()) in _SYNONYMS:
+        return 1
+    if _quoted(removed) == (len(removed), inserted) or _name(removed + ":") == (
+        len(removed),
+        inserted,
+    ):
         return 1
     if _rewritten(removed) == inserted:
         return 0
@@ -298,6 +311,9 @@ def _inserts(
     quoted = _quoted(rest) or _bare(rest)
     if quoted is not None and ord('"') in following and not deleted:
         inserts.append((quoted[1], quoted[0]))
+    name = _name(rest)
+    if name is not None and ord('"') not in following and not deleted:
+        inserts.append((name[1], name[0]))
     return inserts
 
 
@@ -334,6 +350,17 @@ def _escapes(checker: Checker, deleted: str, rest: str) -> list[str]:
         return []
     escapes = (f"\\{quote}", quote * 2)
     return [e + blanks for e in escapes if checker.fits(e + blanks) == len(e + blanks)]
+
+
+def _name(rest: str) -> tuple[int, str] | None:
+    """When the draft goes on with a name in double quotes before a `:` (`"lon": 12.43` where a
+    GraphQL or YAML key is bare), (its quoted length, the bare name); None otherwise."""
+    if not rest.startswith('"'):
+        return None
+    n = _word_at(rest[1:])
+    if not n or rest[1 + n : 2 + n] != '"' or not rest[2 + n :].lstrip(" ").startswith(":"):
+        return None
+    return n + 2, rest[1 : 1 + n]
 
 
 def _bare(rest: str) -> tuple[int, str] | None:
@@ -398,9 +425,13 @@ def _candidates(
                     cost = 0 if insert else 1  # written in the grammar's notation, or deleted
                 else:
                     word_swap = only is not None and insert[:1].isalpha()
-                    cost = _distance(removed, insert) + (
-                        not word_swap
-                        and _changes_words(committed[: base - back], removed, insert, tail)
+                    cost = (
+                        _distance(removed, insert)
+                        + (
+                            not word_swap
+                            and _changes_words(committed[: base - back], removed, insert, tail)
+                        )
+                        + (only is None and _quotes(removed) % 2 != _quotes(insert) % 2)
                     )
                 loose = edit_distance(removed.lower(), insert.lower())
                 invented = len(insert) - _common(removed, insert)

@@ -221,6 +221,22 @@ def test_smollm2_breaks_a_tie_as_the_api_meant(target: Any) -> None:
     assert (result.text, result.api_calls) == ("2*(x + 4) + 1", 1)
 
 
+@pytest.mark.parametrize(
+    ("draft", "expected"),
+    [
+        # Strings in the quotes GraphQL takes: not names (`[zuck, ...]` would be enum values).
+        ("{ p(h: ['zuck', 'coca-cola']) { id } }", '{ p(h: ["zuck", "coca-cola"]) { id } }'),
+        # An input object's keys quoted as in JSON: bare names.
+        ('{ p(at: { "lon": 1.5, "lat": -2 }) { id } }', "{ p(at: { lon: 1.5, lat: -2 }) { id } }"),
+    ],
+)
+def test_graphql_quotes_keep_strings_strings_and_names_names(draft: str, expected: str) -> None:
+    from benchmarks.corpus_other import load_other_grammar
+
+    result = repaired(load_other_grammar("graphql"), draft)
+    assert (result.text, result.api_calls, result.corrections) == (expected, 1, 0)
+
+
 def test_a_forgotten_bracket_is_shown_as_one_insertion() -> None:
     result = repaired("json", '{"a": [1, 2, "b": 3}')
     assert spans(result) == [("draft", '{"a": [1, 2'), ("edit", "]"), ("draft", ', "b": 3}')]
