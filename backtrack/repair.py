@@ -314,6 +314,11 @@ def _inserts(
     name = _name(rest)
     if name is not None and ord('"') not in following and not deleted:
         inserts.append((name[1], name[0]))
+    if word and not deleted:  # a keyword left out: `fragment f on User`, `ORDER BY`
+        written = [c for c in checker.text if c.isalpha()]
+        keyword = _keyword(checker, upper=bool(written) and written[-1].isupper())
+        if keyword:
+            inserts += [(keyword + " ", 0), (keyword, 0)]
     return inserts
 
 
@@ -350,6 +355,27 @@ def _escapes(checker: Checker, deleted: str, rest: str) -> list[str]:
         return []
     escapes = (f"\\{quote}", quote * 2)
     return [e + blanks for e in escapes if checker.fits(e + blanks) == len(e + blanks)]
+
+
+def _keyword(checker: Checker, upper: bool) -> str:
+    """The one word the grammar allows here, when it allows only one (blanks and comments
+    aside), in upper case where `upper` and the grammar takes it so; "" otherwise. The checker
+    is left where it was."""
+    start = checker.chars
+    word = ""
+    while len(word) < _MAX_KEYWORD:
+        letters = {chr(b) for b in checker.next_bytes() & _WORD_BYTES}
+        if len({c.lower() for c in letters}) != 1:
+            break
+        char = max(letters) if not upper else min(letters)  # "B" < "b"
+        word += char
+        checker.feed(char)
+    whole = bool(word) and not checker.next_bytes() <= _WORD_BYTES
+    checker.rollback(start)
+    return word if whole else ""
+
+
+_MAX_KEYWORD = 16
 
 
 def _name(rest: str) -> tuple[int, str] | None:
@@ -423,6 +449,8 @@ def _candidates(
                 removed = deleted + rest[:skip]
                 if only is not None and _is_comment(removed, tail):
                     cost = 0 if insert else 1  # written in the grammar's notation, or deleted
+                elif only == 0 and insert[:1].isalpha() and not removed:
+                    cost = 1  # the one keyword the grammar allows here, left out
                 else:
                     word_swap = only is not None and insert[:1].isalpha()
                     cost = (

@@ -112,6 +112,8 @@ SLIPS = [
     ("arithmetic", "(3 × 4 + 2) ÷ 7", "(3 * 4 + 2) / 7"),
     ("python_expr", "ok = a && b", "ok = a and b"),
     ("python_expr", "ok = a || !c", "ok = a or not c"),  # a meaning with its blank: `not `
+    # The one keyword the grammar allows, left out.
+    ("sqlite", "SELECT a FROM t ORDER a DESC;", "SELECT a FROM t ORDER BY a DESC;"),
     # A quotation in a string, its quotes not escaped.
     ("json", '{"q": "She said "hi" to me", "n": 1}', '{"q": "She said \\"hi\\" to me", "n": 1}'),
     # Phrases of other SQL dialects, as SQLite writes them.
@@ -228,6 +230,8 @@ def test_smollm2_breaks_a_tie_as_the_api_meant(target: Any) -> None:
         ("{ p(h: ['zuck', 'coca-cola']) { id } }", '{ p(h: ["zuck", "coca-cola"]) { id } }'),
         # An input object's keys quoted as in JSON: bare names.
         ('{ p(at: { "lon": 1.5, "lat": -2 }) { id } }', "{ p(at: { lon: 1.5, lat: -2 }) { id } }"),
+        # The keyword a fragment needs, left out.
+        ("{ a }\n\nfragment f User { id }", "{ a }\n\nfragment f on User { id }"),
     ],
 )
 def test_graphql_quotes_keep_strings_strings_and_names_names(draft: str, expected: str) -> None:
