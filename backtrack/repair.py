@@ -119,6 +119,7 @@ _OPERATORS = {
     "===": ("==",),
     "!==": ("!=",),
     "; ": ("\n",),  # statements on one line, where a grammar separates them by lines
+    ": ": (" = ",),  # a YAML or JSON key's value, where the grammar writes `key = value`
 }
 # Phrases of other SQL dialects that SQLite writes another way, and how (`\\1`: the phrase's
 # number or name). A candidate each where the grammar takes it, at no cost: what the API meant.
@@ -127,9 +128,7 @@ _DIALECT = (
     (re.compile(r"FETCH\s+(?:FIRST|NEXT)\s+(\d+)\s+ROWS?\s+ONLY\b", re.I), r"LIMIT \1"),
     (re.compile(r"(\w+)::(\w+)"), r"CAST(\1 AS \2)"),
 )
-_OPERATOR_SYNONYMS = frozenset(
-    (slip, meant.strip()) for slip, all in _OPERATORS.items() for meant in all
-)
+_OPERATOR_SYNONYMS = frozenset((slip, meant) for slip, all in _OPERATORS.items() for meant in all)
 
 
 def _rewritten(text: str) -> str | None:
@@ -172,8 +171,7 @@ def _distance(removed: str, inserted: str) -> int:
         return 1
     if _rewritten(removed) == inserted:
         return 0
-    meant = inserted.strip()
-    if (removed, meant) in _OPERATOR_SYNONYMS or (removed.strip(), meant) in _OPERATOR_SYNONYMS:
+    if (removed, inserted) in _OPERATOR_SYNONYMS:
         return 0
     return edit_distance(removed, inserted)
 

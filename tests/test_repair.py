@@ -224,20 +224,27 @@ def test_smollm2_breaks_a_tie_as_the_api_meant(target: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    ("draft", "expected"),
+    ("grammar", "draft", "expected"),
     [
         # Strings in the quotes GraphQL takes: not names (`[zuck, ...]` would be enum values).
-        ("{ p(h: ['zuck', 'coca-cola']) { id } }", '{ p(h: ["zuck", "coca-cola"]) { id } }'),
+        ("graphql", "{ p(h: ['a', 'b-c']) { id } }", '{ p(h: ["a", "b-c"]) { id } }'),
         # An input object's keys quoted as in JSON: bare names.
-        ('{ p(at: { "lon": 1.5, "lat": -2 }) { id } }', "{ p(at: { lon: 1.5, lat: -2 }) { id } }"),
+        (
+            "graphql",
+            '{ p(at: { "x": 1.5, "y": -2 }) { id } }',
+            "{ p(at: { x: 1.5, y: -2 }) { id } }",
+        ),
         # The keyword a fragment needs, left out.
-        ("{ a }\n\nfragment f User { id }", "{ a }\n\nfragment f on User { id }"),
+        ("graphql", "{ a }\n\nfragment f User { id }", "{ a }\n\nfragment f on User { id }"),
+        # A YAML key's value where TOML writes `key = value`.
+        ("toml", 'name = "Nail"\ncolor: "gray"\n', 'name = "Nail"\ncolor = "gray"\n'),
     ],
 )
-def test_graphql_quotes_keep_strings_strings_and_names_names(draft: str, expected: str) -> None:
+def test_notations_of_other_formats(grammar: str, draft: str, expected: str) -> None:
+    """On the second corpus's grammars (benchmarks/grammars)."""
     from benchmarks.corpus_other import load_other_grammar
 
-    result = repaired(load_other_grammar("graphql"), draft)
+    result = repaired(load_other_grammar(grammar), draft)
     assert (result.text, result.api_calls, result.corrections) == (expected, 1, 0)
 
 
