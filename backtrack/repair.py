@@ -309,6 +309,12 @@ def _inserts(
     quoted = _quoted(rest) or _bare(rest)
     if quoted is not None and ord('"') in following and not deleted:
         inserts.append((quoted[1], quoted[0]))
+    before = checker.text[-1:]
+    starts = deleted and not (before.isalnum() or before in _BARE)  # a value's start backed off
+    bare = _bare(deleted + rest) if starts else None
+    # `10.0.0.2`, taken for a number; not `3O`, a number with a stray letter
+    if bare is not None and bare[0] > len(deleted) + 1 and ord('"') in following:
+        inserts.append((bare[1], bare[0] - len(deleted)))
     name = _name(rest)
     if name is not None and ord('"') not in following and not deleted:
         inserts.append((name[1], name[0]))
@@ -387,11 +393,14 @@ def _name(rest: str) -> tuple[int, str] | None:
     return n + 2, rest[1 : 1 + n]
 
 
+_BARE = "_-."  # in a bare word or number, besides letters and digits
+
+
 def _bare(rest: str) -> tuple[int, str] | None:
     """When the draft goes on with a bare word or number, (its length, it in double quotes): a
     string the API wrote without quotes (`{name: "Ann"}`, `"age": 31` where a string goes)."""
     n = 0
-    while n < len(rest) and (rest[n].isalnum() or rest[n] in "_-."):
+    while n < len(rest) and (rest[n].isalnum() or rest[n] in _BARE):
         n += 1
     after = rest[n:].lstrip(" ")[:1]
     if not n or (after and after not in ",:}]\n"):
@@ -449,6 +458,8 @@ def _candidates(
                     cost = 0 if insert else 1  # written in the grammar's notation, or deleted
                 elif only == 0 and insert[:1].isalpha() and not removed:
                     cost = 1  # the one keyword the grammar allows here, left out
+                elif only is not None and deleted and insert == f'"{removed}"':
+                    cost = 1  # a value the grammar took the start of (a number), quoted
                 else:
                     word_swap = only is not None and insert[:1].isalpha()
                     cost = (

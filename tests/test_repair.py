@@ -112,6 +112,8 @@ SLIPS = [
     ("arithmetic", "(3 × 4 + 2) ÷ 7", "(3 * 4 + 2) / 7"),
     ("python_expr", "ok = a && b", "ok = a and b"),
     ("python_expr", "ok = a || !c", "ok = a or not c"),  # a meaning with its blank: `not `
+    # A string without its quotes that starts like a number.
+    ("json", '{"ip": 10.0.0.2, "n": 1}', '{"ip": "10.0.0.2", "n": 1}'),
     # The one keyword the grammar allows, left out.
     ("sqlite", "SELECT a FROM t ORDER a DESC;", "SELECT a FROM t ORDER BY a DESC;"),
     # A quotation in a string, its quotes not escaped.
