@@ -19,6 +19,7 @@ is no repair, and the local model writes a correction instead.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -393,6 +394,31 @@ def _name(rest: str) -> tuple[int, str] | None:
     return n + 2, rest[1 : 1 + n]
 
 
+_ESCAPES = re.compile(r"(?:\\u[0-9a-fA-F]{4})+")
+
+
+def _characters(deleted: str, rest: str) -> list[tuple[str, int | None]]:
+    """Where the backed-off text starts `\\uXXXX` escapes that the grammar refuses (a JSON
+    schema's strings take them only for control characters), the characters they stand for,
+    with the skip past them: the same string."""
+    escape = _decoded(deleted + rest) if deleted.startswith("\\u") else None
+    if escape is None or escape[0] <= len(deleted):
+        return []
+    return [(escape[1], escape[0] - len(deleted))]
+
+
+def _decoded(text: str) -> tuple[int, str] | None:
+    """When `text` starts with `\\uXXXX` escapes (a surrogate pair too), (their length, the
+    characters they stand for); None otherwise, or for a lone surrogate."""
+    match = _ESCAPES.match(text)
+    if match is None:
+        return None
+    chars = json.loads(f'"{match.group()}"')
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in chars):
+        return None
+    return match.end(), chars
+
+
 _BARE = "_-."  # in a bare word or number, besides letters and digits
 
 
@@ -437,6 +463,7 @@ def _candidates(
             inserts = [(escaped, 0) for escaped in _escapes(checker, deleted, rest)]
         else:
             inserts = _inserts(checker, deleted, rest, limits)
+        inserts += _characters(deleted, rest)
         for insert, only in inserts:
             for skip in [only] if only is not None else _skips(rest, limits):
                 if (back, skip, insert) == (0, 0, "") or insert == deleted + rest[:skip]:
@@ -456,6 +483,8 @@ def _candidates(
                 removed = deleted + rest[:skip]
                 if only is not None and _is_comment(removed, tail):
                     cost = 0 if insert else 1  # written in the grammar's notation, or deleted
+                elif only is not None and _decoded(removed) == (len(removed), insert):
+                    cost = 0  # the same string: an escape written as its character
                 elif only == 0 and insert[:1].isalpha() and not removed:
                     cost = 1  # the one keyword the grammar allows here, left out
                 elif only is not None and deleted and insert == f'"{removed}"':
@@ -649,6 +678,8 @@ def _trusted(checker: Checker, committed: str, c: _Candidate, *, was_free: bool)
         # A quote escaped in a string: trusted when the draft's rest that fits then closes that
         # string itself, with a quote of the same kind.
         return edit.deleted[0] in c.tail[: edit.fits]
+    if (edit.insert, edit.skip) in _characters(edit.deleted, edit.skipped + c.tail):
+        return True  # an escape as its character: the string's bounds are the draft's own
     checker.feed(edit.insert)
     # A line comment written in the grammar's notation is open until its line's end, next.
     inside = inside or (

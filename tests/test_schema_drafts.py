@@ -9,6 +9,7 @@ ScriptedTarget, so a test fails if a correction is asked for that the test did n
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -59,6 +60,25 @@ def test_a_valid_document_in_another_key_order_passes_untouched(draft: str) -> N
     result = run(GRAMMAR, draft, target)
     assert (result.text, result.valid, result.api_calls, result.corrections) == (draft, True, 1, 0)
     assert not GRAMMAR.strict or not target.calls
+
+
+@pytest.mark.parametrize("chunk", [0, 1, 3])
+@pytest.mark.parametrize(
+    "draft",
+    [
+        pytest.param('{"name": "caf\\u00e9", "age": 1}', id="accent"),
+        pytest.param('{"name": "smile \\ud83d\\ude00!", "age": 2}', id="surrogate-pair"),
+        pytest.param('{"name": "\\u00c9l\\u00e8ve", "age": 3}', id="two-escapes"),
+    ],
+)
+def test_unicode_escapes_become_the_characters_they_stand_for(draft: str, chunk: int) -> None:
+    """The schema's strings take `\\u` escapes only for control characters: the same string is
+    written with the characters themselves, with one call and no correction."""
+    api = ScriptedAPI(draft, chunk=chunk)
+    fn = api.stream if chunk else api
+    result = guide(providers.FunctionDrafter(fn), GRAMMAR, prompt="p", target=ScriptedTarget())
+    assert json.loads(result.text) == json.loads(draft)
+    assert (result.valid, result.api_calls, result.corrections) == (True, 1, 0)
 
 
 def test_nested_objects_in_another_order_pass_untouched() -> None:
