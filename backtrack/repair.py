@@ -5,8 +5,10 @@ the committed text is C and the draft's rejected rest is R (as much of it as has
 window). A candidate edit backs off `back` characters of C (back into the lexeme the cut is in, or
 the comma before a `}`), skips `skip` characters of R, and inserts a short `insert` the grammar
 allows there: nothing, one character, a word the grammar allows where R has a word (`True` for
-`true`), or R's own quoted text with its quotes made the ones the grammar takes (`'a'` for `"a"`).
-The engine checks each candidate in microseconds without changing state (`Checker.fits`).
+`true`), the one keyword the grammar allows (`ORDER BY`), R's own quoted text with its quotes
+made the ones the grammar takes (`'a'` for `"a"`), or what another notation's slip means
+(backtrack.notations: operators, SQL dialects, comments, escapes). The engine checks each
+candidate in microseconds without changing state (`Checker.fits`).
 
 The best candidate is the one after which the most of R fits (all of it, ending a complete text,
 first), then the cheapest (the edit distance between what it removes and what it inserts), then
@@ -14,22 +16,41 @@ the one that inserts least: a repair deletes the API's slip rather than inventin
 it. A candidate that leaves the text inside a string it opened is not trusted to resynchronise:
 the draft's own structure would fit there as the string's content. A candidate resynchronises
 when at least `min_fit` characters of R fit after it (or all of R, when shorter); otherwise there
-is no repair, and the local model writes a correction instead.
+is no repair, and the local model writes a correction instead. Candidates that tie go to the
+local model's likelihood (`prefer`).
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from backtrack.notations import (
+    BARE,
+    CLOSERS,
+    COMMENTS,
+    DIALECT,
+    OPERATORS,
+    WORD,
+    bare_value,
+    changes_words,
+    characters,
+    comment_at,
+    common,
+    decoded,
+    distance,
+    edit_distance,
+    is_comment,
+    quote_count,
+    quoted_name,
+    requoted,
+    unlike_classes,
+    word_at,
+)
 from grammars import Checker
 from grammars.prefix import PRINTABLE, takes_free_text
 
 _INSERTABLE = PRINTABLE | {ord("\n"), ord("\t")}
-_QUOTES = "'`\u2018\u2019\u201c\u201d"
-_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
 
 @dataclass(frozen=True)
@@ -59,163 +80,17 @@ class Edit:
     cost: int
 
 
-def edit_distance(a: str, b: str) -> int:
-    """Levenshtein distance (the strings here are a few characters long)."""
-    row = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        previous, row[0] = row[0], i
-        for j, cb in enumerate(b, 1):
-            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (ca != cb))
-    return row[-1]
-
-
-_CLOSERS = ")]}"
-_CLASSES = (_CLOSERS, "([{", "\"'`", ",;", " \t\r\n")
-
-
-def _class(char: str) -> int:
-    for i, members in enumerate(_CLASSES):
-        if char in members:
-            return i
-    return len(_CLASSES) + (not char.isalnum())
-
-
-def _unlike(removed: str, inserted: str) -> int:
-    """How many characters a substitution puts in another class than the ones it replaces (a
-    bracket for a bracket is likelier what the API meant than a blank for a bracket)."""
-    if len(removed) != len(inserted):
-        return 0
-    return sum(_class(a) != _class(b) for a, b in zip(removed, inserted, strict=True))
-
-
-def _common(a: str, b: str) -> int:
-    """The length of the longest common subsequence of two short strings."""
-    row = [0] * (len(b) + 1)
-    for ca in a:
-        previous = 0
-        for j, cb in enumerate(b, 1):
-            previous, row[j] = row[j], previous + 1 if ca == cb else max(row[j], row[j - 1])
-    return row[-1]
-
-
-_WORDS = re.compile(r"\w+")
-# Literals of other languages and the JSON/SQL ones they mean: as close as a one-letter slip.
-_SYNONYMS = frozenset({("none", "null"), ("nil", "null"), ("undefined", "null"), ("nan", "null")})
-# Operators of other languages and notations, and what they mean in the common ones: a candidate
-# each where the grammar takes the meaning, at no cost (it is what the API meant: `2**10` is
-# `2^10` where `^` is the power, not `2*10`).
-_OPERATORS = {
-    "×": ("*",),
-    "÷": ("/",),
-    "·": ("*",),
-    "−": ("-",),
-    "≤": ("<=",),
-    "≥": (">=",),
-    "≠": ("!=", "<>"),
-    "**": ("^",),
-    "^": ("**",),
-    "&&": ("and", "AND"),
-    "||": ("or", "OR"),
-    "!": ("not ", "NOT "),
-    "===": ("==",),
-    "!==": ("!=",),
-    "; ": ("\n",),  # statements on one line, where a grammar separates them by lines
-    ": ": (" = ",),  # a YAML or JSON key's value, where the grammar writes `key = value`
-}
-# Phrases of other SQL dialects that SQLite writes another way, and how (`\\1`: the phrase's
-# number or name). A candidate each where the grammar takes it, at no cost: what the API meant.
-_DIALECT = (
-    (re.compile(r"SIMILAR\s+TO\b", re.I), "LIKE"),
-    (re.compile(r"FETCH\s+(?:FIRST|NEXT)\s+(\d+)\s+ROWS?\s+ONLY\b", re.I), r"LIMIT \1"),
-    (re.compile(r"(\w+)::(\w+)"), r"CAST(\1 AS \2)"),
-)
-_OPERATOR_SYNONYMS = frozenset((slip, meant) for slip, all in _OPERATORS.items() for meant in all)
-
-
-def _rewritten(text: str) -> str | None:
-    """How SQLite writes `text` when it is another dialect's phrase as a whole; None otherwise."""
-    for phrase, meaning in _DIALECT:
-        match = phrase.fullmatch(text)
-        if match is not None:
-            return match.expand(meaning)
-    return None
-
-
-def _changes_words(before: str, removed: str, inserted: str, after: str) -> bool:
-    """Whether replacing `removed` by `inserted` between `before` and `after` changes the text's
-    words (beyond letter case): cuts into one (FROM to FRM) or joins two (TOP 5 to TOP5). An API
-    writes whole words, so its slip is rarely half of one; a word the grammar offers in place of
-    the draft's whole word is a candidate of its own, not counted here."""
-    context = 32
-    old = _WORDS.findall(before[-context:] + removed + after[:context])
-    new = _WORDS.findall(before[-context:] + inserted + after[:context])
-    return [w.lower() for w in old] != [w.lower() for w in new]
-
-
-def _quotes(text: str) -> int:
-    """How many quotes `text` holds: an edit of characters that deletes or adds an odd number
-    turns a string's text into structure or back (`'zuck'` to the name `zuck`), and costs one
-    more (a quoted text or a name requoted as a whole is a candidate of its own)."""
-    return sum(text.count(q) for q in _QUOTES + '"')
-
-
-def _distance(removed: str, inserted: str) -> int:
-    """The edit distance; a known synonym of another language counts as one edit, and so does a
-    quoted text in the quotes the grammar takes (or a quoted name bare); a known operator of
-    another notation or a phrase of another SQL dialect counts as none."""
-    if (removed.strip().lower(), inserted.strip().lower()) in _SYNONYMS:
-        return 1
-    if _quoted(removed) == (len(removed), inserted) or _name(removed + ":") == (
-        len(removed),
-        inserted,
-    ):
-        return 1
-    if _rewritten(removed) == inserted:
-        return 0
-    if (removed, inserted) in _OPERATOR_SYNONYMS:
-        return 0
-    return edit_distance(removed, inserted)
-
-
-# Comment openings of common notations, and what closes each (a line comment: the line's end).
-_COMMENTS = {"//": "\n", "#": "\n", ";": "\n", "--": "\n", "/*": "*/"}
-
-
-def _comment(rest: str) -> tuple[int, str, str] | None:
-    """When the draft goes on with a comment of a common notation: (its length, its opening, its
-    text, not blank). A line comment ends before its line's end, which must have arrived; a block
-    comment ends after its closing. None otherwise."""
-    for opening, closing in _COMMENTS.items():
-        if not rest.startswith(opening):
-            continue
-        end = rest.find(closing, len(opening))
-        if end < 0:
-            return None
-        text = rest[len(opening) : end]
-        if not text.strip():
-            return None  # `;` at a line's end ends a statement; an empty comment is no slip
-        return end + len(closing) if closing != "\n" else end, opening, text
-    return None
-
-
-def _is_comment(text: str, after: str) -> bool:
-    """Whether `text` is one whole comment where `after` follows it (a line comment runs to its
-    line's end)."""
-    comment = _comment(text + after)
-    return comment is not None and comment[0] == len(text)
-
-
 def _comment_inserts(checker: Checker, rest: str) -> list[tuple[str, int | None]]:
     """Where the draft goes on with a comment the grammar refuses: deleting it, or writing it as
     a comment of the same kind in a notation the grammar takes (`# note` for `; note` in TOML),
     with the skip past it."""
-    comment = _comment(rest)
+    comment = comment_at(rest)
     if comment is None:
         return []
     length, opening, text = comment
     found: list[tuple[str, int | None]] = [("", length)]
-    for other, closing in _COMMENTS.items():
-        if other == opening or (closing == "\n") != (_COMMENTS[opening] == "\n"):
+    for other, closing in COMMENTS.items():
+        if other == opening or (closing == "\n") != (COMMENTS[opening] == "\n"):
             continue  # a line comment stays one, so does a block comment
         written = other + text + (closing if closing != "\n" else "")
         if checker.fits(written) == len(written):
@@ -223,19 +98,11 @@ def _comment_inserts(checker: Checker, rest: str) -> list[tuple[str, int | None]
     return found
 
 
-def _word_at(text: str) -> int:
-    """The length of the word `text` starts with (letters, digits after the first, `_`)."""
-    n = 0
-    while n < len(text) and (text[n] in _WORD or (n and text[n].isdigit())):
-        n += 1
-    return n
-
-
 def _skips(rest: str, limits: RepairLimits) -> list[int]:
     """How much of the draft a candidate may skip: a few characters, or its next word with the
     blanks after it."""
     skips = set(range(min(limits.max_skip, len(rest)) + 1))
-    word = _word_at(rest)
+    word = word_at(rest)
     if word:
         skips.add(word)
         skips.add(word + len(rest[word:]) - len(rest[word:].lstrip(" ")))
@@ -262,24 +129,8 @@ def _words(checker: Checker, limits: RepairLimits) -> list[str]:
     return found
 
 
-_WORD_BYTES = frozenset(ord(c) for c in _WORD)
+_WORD_BYTES = frozenset(ord(c) for c in WORD)
 _ALNUM_BYTES = frozenset(b for b in range(128) if chr(b).isalnum())
-
-
-def _quoted(rest: str) -> tuple[int, str] | None:
-    """When the draft opens a quote of another kind, (its quoted text's length, the same text in
-    double quotes); None otherwise."""
-    if not rest or rest[0] not in _QUOTES:
-        return None
-    for i in range(1, len(rest)):
-        if rest[i] in _QUOTES:
-            inner = rest[1:i]
-            if '"' in inner or "\\" in inner or "\n" in inner:
-                return None
-            return i + 1, f'"{inner}"'
-        if rest[i] == "\n":
-            return None
-    return None
 
 
 def _inserts(
@@ -297,26 +148,26 @@ def _inserts(
         # ... or a closing bracket further back, the backed-off text read again after it: the
         # `]` the draft forgot before `, "size"`.
         if deleted.strip():
-            inserts += [(mark + deleted, 0) for mark in marks if mark in _CLOSERS]
+            inserts += [(mark + deleted, 0) for mark in marks if mark in CLOSERS]
     if len(deleted) > 1:  # one character deleted further back: the comma in "a, FROM"
         inserts.append((deleted[1:], None))
-    word = _word_at(rest)
-    tail = len(deleted) - len(deleted.rstrip("".join(_WORD)))
+    word = word_at(rest)
+    tail = len(deleted) - len(deleted.rstrip("".join(WORD)))
     if word and following & _WORD_BYTES and (not deleted or tail == len(deleted)):
         inserts += [(w, word) for w in _words(checker, limits)]
     inserts += _operator_inserts(checker, deleted, rest)
     if not deleted:
         inserts += _comment_inserts(checker, rest)
-    quoted = _quoted(rest) or _bare(rest)
+    quoted = requoted(rest) or bare_value(rest)
     if quoted is not None and ord('"') in following and not deleted:
         inserts.append((quoted[1], quoted[0]))
     before = checker.text[-1:]
-    starts = deleted and not (before.isalnum() or before in _BARE)  # a value's start backed off
-    bare = _bare(deleted + rest) if starts else None
+    starts = deleted and not (before.isalnum() or before in BARE)  # a value's start backed off
+    bare = bare_value(deleted + rest) if starts else None
     # `10.0.0.2`, taken for a number; not `3O`, a number with a stray letter
     if bare is not None and bare[0] > len(deleted) + 1 and ord('"') in following:
         inserts.append((bare[1], bare[0] - len(deleted)))
-    name = _name(rest)
+    name = quoted_name(rest)
     if name is not None and ord('"') not in following and not deleted:
         inserts.append((name[1], name[0]))
     if word and not deleted:  # a keyword left out: `fragment f on User`, `ORDER BY`
@@ -333,12 +184,12 @@ def _operator_inserts(checker: Checker, deleted: str, rest: str) -> list[tuple[s
     grammar takes here, each with the skip past the slip."""
     found: list[tuple[str, int | None]] = []
     text = deleted + rest
-    for slip, meanings in _OPERATORS.items():
+    for slip, meanings in OPERATORS.items():
         if len(deleted) <= len(slip) and text.startswith(slip):
             skip = len(slip) - len(deleted)
             found += [(m, skip) for m in meanings if checker.fits(m) == len(m)]
-    within_word = _word_at(checker.text[-1:]) == 1  # a phrase starts a word
-    for phrase, meaning in _DIALECT:
+    within_word = word_at(checker.text[-1:]) == 1  # a phrase starts a word
+    for phrase, meaning in DIALECT:
         match = phrase.match(text)
         if match is not None and len(deleted) <= match.end() and not within_word:
             written = match.expand(meaning)
@@ -383,57 +234,6 @@ def _keyword(checker: Checker, upper: bool) -> str:
 _MAX_KEYWORD = 16
 
 
-def _name(rest: str) -> tuple[int, str] | None:
-    """When the draft goes on with a name in double quotes before a `:` (`"lon": 12.43` where a
-    GraphQL or YAML key is bare), (its quoted length, the bare name); None otherwise."""
-    if not rest.startswith('"'):
-        return None
-    n = _word_at(rest[1:])
-    if not n or rest[1 + n : 2 + n] != '"' or not rest[2 + n :].lstrip(" ").startswith(":"):
-        return None
-    return n + 2, rest[1 : 1 + n]
-
-
-_ESCAPES = re.compile(r"(?:\\u[0-9a-fA-F]{4})+")
-
-
-def _characters(deleted: str, rest: str) -> list[tuple[str, int | None]]:
-    """Where the backed-off text starts `\\uXXXX` escapes that the grammar refuses (a JSON
-    schema's strings take them only for control characters), the characters they stand for,
-    with the skip past them: the same string."""
-    escape = _decoded(deleted + rest) if deleted.startswith("\\u") else None
-    if escape is None or escape[0] <= len(deleted):
-        return []
-    return [(escape[1], escape[0] - len(deleted))]
-
-
-def _decoded(text: str) -> tuple[int, str] | None:
-    """When `text` starts with `\\uXXXX` escapes (a surrogate pair too), (their length, the
-    characters they stand for); None otherwise, or for a lone surrogate."""
-    match = _ESCAPES.match(text)
-    if match is None:
-        return None
-    chars = json.loads(f'"{match.group()}"')
-    if any(0xD800 <= ord(c) <= 0xDFFF for c in chars):
-        return None
-    return match.end(), chars
-
-
-_BARE = "_-."  # in a bare word or number, besides letters and digits
-
-
-def _bare(rest: str) -> tuple[int, str] | None:
-    """When the draft goes on with a bare word or number, (its length, it in double quotes): a
-    string the API wrote without quotes (`{name: "Ann"}`, `"age": 31` where a string goes)."""
-    n = 0
-    while n < len(rest) and (rest[n].isalnum() or rest[n] in _BARE):
-        n += 1
-    after = rest[n:].lstrip(" ")[:1]
-    if not n or (after and after not in ",:}]\n"):
-        return None  # a word of prose (a comment's), not a value or a key
-    return n, f'"{rest[:n]}"'
-
-
 @dataclass(frozen=True)
 class _Candidate:
     edit: Edit
@@ -463,7 +263,7 @@ def _candidates(
             inserts = [(escaped, 0) for escaped in _escapes(checker, deleted, rest)]
         else:
             inserts = _inserts(checker, deleted, rest, limits)
-        inserts += _characters(deleted, rest)
+        inserts += characters(deleted, rest)
         for insert, only in inserts:
             for skip in [only] if only is not None else _skips(rest, limits):
                 if (back, skip, insert) == (0, 0, "") or insert == deleted + rest[:skip]:
@@ -481,9 +281,9 @@ def _candidates(
                     continue
                 fits = taken - len(insert)
                 removed = deleted + rest[:skip]
-                if only is not None and _is_comment(removed, tail):
+                if only is not None and is_comment(removed, tail):
                     cost = 0 if insert else 1  # written in the grammar's notation, or deleted
-                elif only is not None and _decoded(removed) == (len(removed), insert):
+                elif only is not None and decoded(removed) == (len(removed), insert):
                     cost = 0  # the same string: an escape written as its character
                 elif only == 0 and insert[:1].isalpha() and not removed:
                     cost = 1  # the one keyword the grammar allows here, left out
@@ -492,16 +292,16 @@ def _candidates(
                 else:
                     word_swap = only is not None and insert[:1].isalpha()
                     cost = (
-                        _distance(removed, insert)
+                        distance(removed, insert)
                         + (
                             not word_swap
-                            and _changes_words(committed[: base - back], removed, insert, tail)
+                            and changes_words(committed[: base - back], removed, insert, tail)
                         )
-                        + (only is None and _quotes(removed) % 2 != _quotes(insert) % 2)
+                        + (only is None and quote_count(removed) % 2 != quote_count(insert) % 2)
                     )
                 loose = edit_distance(removed.lower(), insert.lower())
-                invented = len(insert) - _common(removed, insert)
-                unlike = _unlike(removed, insert)
+                invented = len(insert) - common(removed, insert)
+                unlike = unlike_classes(removed, insert)
                 edit = Edit(back, skip, insert, deleted, rest[:skip], fits, cost)
                 rank = (unlike, -(skip + fits), invented, loose, back)
                 found.append(_Candidate(edit, tail, rank))
@@ -678,12 +478,12 @@ def _trusted(checker: Checker, committed: str, c: _Candidate, *, was_free: bool)
         # A quote escaped in a string: trusted when the draft's rest that fits then closes that
         # string itself, with a quote of the same kind.
         return edit.deleted[0] in c.tail[: edit.fits]
-    if (edit.insert, edit.skip) in _characters(edit.deleted, edit.skipped + c.tail):
+    if (edit.insert, edit.skip) in characters(edit.deleted, edit.skipped + c.tail):
         return True  # an escape as its character: the string's bounds are the draft's own
     checker.feed(edit.insert)
     # A line comment written in the grammar's notation is open until its line's end, next.
     inside = inside or (
-        not was_free and checker.in_free_text() and not _is_comment(edit.insert, c.tail)
+        not was_free and checker.in_free_text() and not is_comment(edit.insert, c.tail)
     )
     return not inside
 

@@ -1,0 +1,243 @@
+"""Slips of other notations and what they mean, as text: the synonyms of other languages'
+literals, other notations' operators, other SQL dialects' phrases, comments, quoting (a quoted
+text, a quoted name, a bare value) and `\\u` escapes, with the measures a repair is ranked by
+(edit distance, words changed, character classes). No grammar here: backtrack.repair turns these
+into candidate edits and checks them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+QUOTES = "'`\u2018\u2019\u201c\u201d"  # quotes of other kinds than the double quote
+WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance (the strings here are a few characters long)."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        previous, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (ca != cb))
+    return row[-1]
+
+
+CLOSERS = ")]}"
+_CLASSES = (CLOSERS, "([{", "\"'`", ",;", " \t\r\n")
+
+
+def _class(char: str) -> int:
+    for i, members in enumerate(_CLASSES):
+        if char in members:
+            return i
+    return len(_CLASSES) + (not char.isalnum())
+
+
+def unlike_classes(removed: str, inserted: str) -> int:
+    """How many characters a substitution puts in another class than the ones it replaces (a
+    bracket for a bracket is likelier what the API meant than a blank for a bracket)."""
+    if len(removed) != len(inserted):
+        return 0
+    return sum(_class(a) != _class(b) for a, b in zip(removed, inserted, strict=True))
+
+
+def common(a: str, b: str) -> int:
+    """The length of the longest common subsequence of two short strings."""
+    row = [0] * (len(b) + 1)
+    for ca in a:
+        previous = 0
+        for j, cb in enumerate(b, 1):
+            previous, row[j] = row[j], previous + 1 if ca == cb else max(row[j], row[j - 1])
+    return row[-1]
+
+
+_WORDS = re.compile(r"\w+")
+
+
+# Literals of other languages and the JSON/SQL ones they mean: as close as a one-letter slip.
+_SYNONYMS = frozenset({("none", "null"), ("nil", "null"), ("undefined", "null"), ("nan", "null")})
+
+
+# Operators of other languages and notations, and what they mean in the common ones: a candidate
+# each where the grammar takes the meaning, at no cost (it is what the API meant: `2**10` is
+# `2^10` where `^` is the power, not `2*10`).
+OPERATORS = {
+    "×": ("*",),
+    "÷": ("/",),
+    "·": ("*",),
+    "−": ("-",),
+    "≤": ("<=",),
+    "≥": (">=",),
+    "≠": ("!=", "<>"),
+    "**": ("^",),
+    "^": ("**",),
+    "&&": ("and", "AND"),
+    "||": ("or", "OR"),
+    "!": ("not ", "NOT "),
+    "===": ("==",),
+    "!==": ("!=",),
+    "; ": ("\n",),  # statements on one line, where a grammar separates them by lines
+    ": ": (" = ",),  # a YAML or JSON key's value, where the grammar writes `key = value`
+}
+
+
+# Phrases of other SQL dialects that SQLite writes another way, and how (`\\1`: the phrase's
+# number or name). A candidate each where the grammar takes it, at no cost: what the API meant.
+DIALECT = (
+    (re.compile(r"SIMILAR\s+TO\b", re.I), "LIKE"),
+    (re.compile(r"FETCH\s+(?:FIRST|NEXT)\s+(\d+)\s+ROWS?\s+ONLY\b", re.I), r"LIMIT \1"),
+    (re.compile(r"(\w+)::(\w+)"), r"CAST(\1 AS \2)"),
+)
+
+
+_OPERATOR_SYNONYMS = frozenset((slip, meant) for slip, all in OPERATORS.items() for meant in all)
+
+
+def rewritten(text: str) -> str | None:
+    """How SQLite writes `text` when it is another dialect's phrase as a whole; None otherwise."""
+    for phrase, meaning in DIALECT:
+        match = phrase.fullmatch(text)
+        if match is not None:
+            return match.expand(meaning)
+    return None
+
+
+def changes_words(before: str, removed: str, inserted: str, after: str) -> bool:
+    """Whether replacing `removed` by `inserted` between `before` and `after` changes the text's
+    words (beyond letter case): cuts into one (FROM to FRM) or joins two (TOP 5 to TOP5). An API
+    writes whole words, so its slip is rarely half of one; a word the grammar offers in place of
+    the draft's whole word is a candidate of its own, not counted here."""
+    context = 32
+    old = _WORDS.findall(before[-context:] + removed + after[:context])
+    new = _WORDS.findall(before[-context:] + inserted + after[:context])
+    return [w.lower() for w in old] != [w.lower() for w in new]
+
+
+def quote_count(text: str) -> int:
+    """How many quotes `text` holds: an edit of characters that deletes or adds an odd number
+    turns a string's text into structure or back (`'zuck'` to the name `zuck`), and costs one
+    more (a quoted text or a name requoted as a whole is a candidate of its own)."""
+    return sum(text.count(q) for q in QUOTES + '"')
+
+
+def distance(removed: str, inserted: str) -> int:
+    """The edit distance; a known synonym of another language counts as one edit, and so does a
+    quoted text in the quotes the grammar takes (or a quoted name bare); a known operator of
+    another notation or a phrase of another SQL dialect counts as none."""
+    if (removed.strip().lower(), inserted.strip().lower()) in _SYNONYMS:
+        return 1
+    if requoted(removed) == (len(removed), inserted) or quoted_name(removed + ":") == (
+        len(removed),
+        inserted,
+    ):
+        return 1
+    if rewritten(removed) == inserted:
+        return 0
+    if (removed, inserted) in _OPERATOR_SYNONYMS:
+        return 0
+    return edit_distance(removed, inserted)
+
+
+# Comment openings of common notations, and what closes each (a line comment: the line's end).
+COMMENTS = {"//": "\n", "#": "\n", ";": "\n", "--": "\n", "/*": "*/"}
+
+
+def comment_at(rest: str) -> tuple[int, str, str] | None:
+    """When the draft goes on with a comment of a common notation: (its length, its opening, its
+    text, not blank). A line comment ends before its line's end, which must have arrived; a block
+    comment ends after its closing. None otherwise."""
+    for opening, closing in COMMENTS.items():
+        if not rest.startswith(opening):
+            continue
+        end = rest.find(closing, len(opening))
+        if end < 0:
+            return None
+        text = rest[len(opening) : end]
+        if not text.strip():
+            return None  # `;` at a line's end ends a statement; an empty comment is no slip
+        return end + len(closing) if closing != "\n" else end, opening, text
+    return None
+
+
+def is_comment(text: str, after: str) -> bool:
+    """Whether `text` is one whole comment where `after` follows it (a line comment runs to its
+    line's end)."""
+    comment = comment_at(text + after)
+    return comment is not None and comment[0] == len(text)
+
+
+def word_at(text: str) -> int:
+    """The length of the word `text` starts with (letters, digits after the first, `_`)."""
+    n = 0
+    while n < len(text) and (text[n] in WORD or (n and text[n].isdigit())):
+        n += 1
+    return n
+
+
+def requoted(rest: str) -> tuple[int, str] | None:
+    """When the draft opens a quote of another kind, (its quoted text's length, the same text in
+    double quotes); None otherwise."""
+    if not rest or rest[0] not in QUOTES:
+        return None
+    for i in range(1, len(rest)):
+        if rest[i] in QUOTES:
+            inner = rest[1:i]
+            if '"' in inner or "\\" in inner or "\n" in inner:
+                return None
+            return i + 1, f'"{inner}"'
+        if rest[i] == "\n":
+            return None
+    return None
+
+
+def quoted_name(rest: str) -> tuple[int, str] | None:
+    """When the draft goes on with a name in double quotes before a `:` (`"lon": 12.43` where a
+    GraphQL or YAML key is bare), (its quoted length, the bare name); None otherwise."""
+    if not rest.startswith('"'):
+        return None
+    n = word_at(rest[1:])
+    if not n or rest[1 + n : 2 + n] != '"' or not rest[2 + n :].lstrip(" ").startswith(":"):
+        return None
+    return n + 2, rest[1 : 1 + n]
+
+
+_ESCAPES = re.compile(r"(?:\\u[0-9a-fA-F]{4})+")
+
+
+def characters(deleted: str, rest: str) -> list[tuple[str, int | None]]:
+    """Where the backed-off text starts `\\uXXXX` escapes that the grammar refuses (a JSON
+    schema's strings take them only for control characters), the characters they stand for,
+    with the skip past them: the same string."""
+    escape = decoded(deleted + rest) if deleted.startswith("\\u") else None
+    if escape is None or escape[0] <= len(deleted):
+        return []
+    return [(escape[1], escape[0] - len(deleted))]
+
+
+def decoded(text: str) -> tuple[int, str] | None:
+    """When `text` starts with `\\uXXXX` escapes (a surrogate pair too), (their length, the
+    characters they stand for); None otherwise, or for a lone surrogate."""
+    match = _ESCAPES.match(text)
+    if match is None:
+        return None
+    chars = json.loads(f'"{match.group()}"')
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in chars):
+        return None
+    return match.end(), chars
+
+
+BARE = "_-."  # in a bare word or number, besides letters and digits
+
+
+def bare_value(rest: str) -> tuple[int, str] | None:
+    """When the draft goes on with a bare word or number, (its length, it in double quotes): a
+    string the API wrote without quotes (`{name: "Ann"}`, `"age": 31` where a string goes)."""
+    n = 0
+    while n < len(rest) and (rest[n].isalnum() or rest[n] in BARE):
+        n += 1
+    after = rest[n:].lstrip(" ")[:1]
+    if not n or (after and after not in ",:}]\n"):
+        return None  # a word of prose (a comment's), not a value or a key
+    return n, f'"{rest[:n]}"'
