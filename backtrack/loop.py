@@ -27,8 +27,8 @@ from backtrack.fence import ClosingFence
 from backtrack.options import GuideOptions
 from backtrack.repair import Edit, Prefer, RepairLimits, search
 from backtrack.result import GuideResult
+from backtrack.spans import SpanLog
 from backtrack.trace import (
-    OUTPUT_ORIGINS,
     Origin,
     Repair,
     Round,
@@ -38,7 +38,6 @@ from backtrack.trace import (
     StopReason,
     Trace,
 )
-from grammars.prefix import append_piece
 from grammars.schema import repeated_member
 from local_target.errors import TargetError
 from providers.base import AsyncDraftStream, DraftRequest, DraftStream, Prompt
@@ -126,10 +125,7 @@ class GuideLoop:
         self.options = options
         self.prefer = prefer  # breaks ties between repairs: the local model's likelihood
         self.checker = grammar.checker()
-        self._spans: list[Span] = []
-        # The last span's text, still growing: adjacent pieces of one origin and round make one
-        # span (a draft streamed in 4-character chunks would otherwise cost a Span per chunk).
-        self._open: tuple[Origin, int, list[str]] | None = None
+        self._log = SpanLog()
         self.rounds: list[Round] = []
         self.stop_reason: StopReason | None = None
         self._next: Step = "draft"
@@ -154,26 +150,12 @@ class GuideLoop:
         return self.checker.text
 
     def _span(self, text: str, origin: Origin) -> None:
-        if not text:
-            return
-        round_ = len(self.rounds)
-        if self._open is not None and self._open[:2] == (origin, round_):
-            append_piece(self._open[2], text)
-            return
-        self._close_span()
-        self._open = (origin, round_, [text])
-
-    def _close_span(self) -> None:
-        if self._open is not None:
-            origin, round_, pieces = self._open
-            self._spans.append(Span("".join(pieces), origin, round_))
-            self._open = None
+        self._log.add(text, origin, len(self.rounds))
 
     @property
     def spans(self) -> tuple[Span, ...]:
         """Every span so far, in order."""
-        self._close_span()
-        return tuple(self._spans)
+        return self._log.all()
 
     def final_chars(self) -> int:
         """How many characters of `text` are final: no later step changes them (never fewer than
@@ -265,7 +247,7 @@ class GuideLoop:
                 self._validator_cuts += 1
                 at, reuse = refused, False
                 logger.debug("JSON schema: the validator refuses the value at character %d", at)
-        self._retract(len(text) - at)
+        self._log.retract(len(text) - at)
         self.checker.rollback(at)
         if missing is not None:
             self.checker.feed(missing.text)
@@ -285,7 +267,7 @@ class GuideLoop:
             return False
         start, end = repeated
         tail = text[end:]
-        self._delete(start, end)
+        self._log.delete(start, end)
         self.checker.rollback(start)
         if self.checker.feed(tail) != len(tail):  # JSON without a member: the same grammar takes it
             raise RuntimeError("the text without a repeated member does not fit the grammar")
@@ -428,7 +410,7 @@ class GuideLoop:
         # An insertion further back (`]` before `, "b"`) reads the backed-off text again: it is
         # moved, not deleted.
         reread = edit.deleted if edit.deleted and edit.insert.endswith(edit.deleted) else ""
-        self._retract(edit.back, shown=not reread)
+        self._log.retract(edit.back, shown=not reread)
         self.checker.rollback(at)
         self._span(edit.skipped, "skipped")
         if self.checker.feed(edit.insert) != len(edit.insert):
@@ -448,36 +430,6 @@ class GuideLoop:
             len(inserted),
             edit.fits,
         )
-
-    def _retract(self, chars: int, *, shown: bool = True) -> None:
-        """The last `chars` characters of output become a "deleted" span, in place (or go from
-        the trace when not `shown`: text that is read again after an insertion; and always, for
-        text a repair inserted)."""
-        self._close_span()
-        total = sum(len(s.text) for s in self._spans if s.origin in OUTPUT_ORIGINS)
-        self._delete(total - chars, total, shown=shown)
-
-    def _delete(self, start: int, end: int, *, shown: bool = True) -> None:
-        """Output characters `start` to `end` become "deleted" spans where they are, in their
-        rounds (see `_retract`)."""
-        self._close_span()
-        spans: list[Span] = []
-        at = 0  # where the span starts in the output
-        for span in self._spans:
-            first, at = at, at + len(span.text) if span.origin in OUTPUT_ORIGINS else at
-            if span.origin not in OUTPUT_ORIGINS or at <= start or first >= end:
-                spans.append(span)
-                continue
-            cut = slice(max(first, start) - first, min(at, end) - first)
-            pieces = [
-                (span.text[: cut.start], span.origin),
-                (span.text[cut] if shown and span.origin != "edit" else "", "deleted"),
-                (span.text[cut.stop :], span.origin),
-            ]
-            spans += [Span(text, origin, span.round) for text, origin in pieces if text]
-        if start < 0 or end > at:
-            raise RuntimeError("a repair took back more than the output holds")
-        self._spans[:] = spans
 
     def _note_stripped(self, draft: _Draft, stripped: str) -> None:
         self._span(stripped[draft.stripped :], "dropped")
@@ -668,7 +620,7 @@ class GuideLoop:
         if not (self.checker.complete and self.checker.next_bytes() <= _BLANKS_OR_END):
             self.checker.feed(text[kept:])
             return
-        self._retract(len(text) - kept, shown=False)
+        self._log.retract(len(text) - kept, shown=False)
         self._span(text[kept:], "dropped")
 
     def _is_trailing(self, rest: str) -> bool:

@@ -117,8 +117,9 @@ def changes_words(before: str, removed: str, inserted: str, after: str) -> bool:
 
 def quote_count(text: str) -> int:
     """How many quotes `text` holds: an edit of characters that deletes or adds an odd number
-    turns a string's text into structure or back (`'zuck'` to the name `zuck`), and costs one
-    more (a quoted text or a name requoted as a whole is a candidate of its own)."""
+    right before a word turns the word from a string's text into a name or back (`'zuck'` to the
+    name `zuck`), and costs one more (a quoted text or a name requoted as a whole is a candidate
+    of its own)."""
     return sum(text.count(q) for q in QUOTES + '"')
 
 

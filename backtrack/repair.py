@@ -291,13 +291,15 @@ def _candidates(
                     cost = 1  # a value the grammar took the start of (a number), quoted
                 else:
                     word_swap = only is not None and insert[:1].isalpha()
+                    # A quote deleted or added right before a word makes it a name or text.
+                    odd = quote_count(removed) % 2 != quote_count(insert) % 2
                     cost = (
                         distance(removed, insert)
                         + (
                             not word_swap
                             and changes_words(committed[: base - back], removed, insert, tail)
                         )
-                        + (only is None and quote_count(removed) % 2 != quote_count(insert) % 2)
+                        + (only is None and odd and word_at(tail) > 0)
                     )
                 loose = edit_distance(removed.lower(), insert.lower())
                 invented = len(insert) - common(removed, insert)
