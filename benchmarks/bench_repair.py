@@ -678,7 +678,11 @@ def run(
     gg_note += gg_failures([o for o in outs if o.note.startswith("failed")])
     table = summary(outs, methods)
     log(table)
-    mode = (" --quick" if quick else "") + (" --corpus other" if corpus == "other" else "")
+    mode = (
+        (" --quick" if quick else "")
+        + ("" if peer else " --no-peer")
+        + (" --corpus other" if corpus == "other" else "")
+    )
     section = [
         "## Repair of black-box drafts",
         "",
