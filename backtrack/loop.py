@@ -564,7 +564,7 @@ class GuideLoop:
                 input_tokens=input_tokens,
                 output_tokens=output_tokens,
                 retries=retries,
-                closed_early=draft.cut and finish_reason == "closed",
+                closed_early=(draft.cut or draft.closing is not None) and finish_reason == "closed",
                 request_id=request_id,
                 repairs=tuple(draft.repairs),
             )

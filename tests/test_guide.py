@@ -158,17 +158,18 @@ CASES = {
         "json",
         DOC_A,
         f"Sure! {DOC_A}\nAs requested.",
-        f" {DOC_A}",
+        DOC_A,
         (1, 0),
-        f" {DOC_A}",
+        DOC_A,
         stop="trailing_dropped",
-        preamble="Sure!",
+        preamble="Sure! ",  # with the blank before the answer
     ),
     "json-unclosed-bracket": Case("json", DOC_A, UNCLOSED, '{"a": [1, 2, 3', (2, 1), DOC_A),
     "json-extra-bracket": Case(
         "json", DOC_A, '{"a": [1, 2, 3]], "b": null}', '{"a": [1, 2, 3]', (2, 1), DOC_A
     ),
-    "json-truncated": Case("json", DOC_A, '{"a": [1, 2', '{"a": [1, 2', (2, 1), DOC_A),
+    # The API goes on from a reply that stops short: no correction.
+    "json-truncated": Case("json", DOC_A, '{"a": [1, 2', '{"a": [1, 2', (2, 0), DOC_A),
     # The same slips in documents the prompt does not show: the API's text must still survive.
     "json-unclosed-bracket-unseen": Case(
         "json",
@@ -199,14 +200,14 @@ CASES = {
             "the API sends it; the target completes with an empty key and a key c of its own"
         ),
     ),
-    # An API that stops early and then has nothing more to say: asked again after each of the
-    # two corrections, it writes nothing, and the target completes the text.
+    # An API that stops early and then has nothing more to say: asked to go on, and again after
+    # each of the two corrections, it writes nothing, and the target completes the text.
     "json-truncated-then-silent": Case(
         "json",
         DOC_A,
         '{"a": [1, 2',
         '{"a": [1, 2',
-        (3, 3),
+        (4, 3),
         stop="target_completed",
         habit=lambda _: "",
     ),
