@@ -203,8 +203,11 @@ def async_stream(
     text = _Text(stream, alignment, header(getattr(sdk_stream, "response", None), "content-type"))
 
     async def events() -> AsyncGenerator[str, None]:
+        # The SDK's iterator is an async generator of its own: closed here, not left suspended
+        # for the garbage collector to finalize later, in whatever task then runs.
+        iterator = sdk_stream.__aiter__()
         try:
-            async for event in sdk_stream:
+            async for event in iterator:
                 if piece := text.feed(absorb(event, stream) or ""):
                     yield piece
             if piece := text.finish():
@@ -212,7 +215,11 @@ def async_stream(
         except mapped_exceptions() as exc:
             raise _read_error(exc, request_id) from exc
         finally:
-            await sdk_stream.close()
+            try:
+                if hasattr(iterator, "aclose"):
+                    await iterator.aclose()
+            finally:
+                await sdk_stream.close()
 
     chunks = events()
 
