@@ -17,6 +17,7 @@ import pytest
 from servers import MockServer, serving
 
 from backtrack import Grammar, guide
+from backtrack.cli import DEMO_SCHEMA
 from backtrack.local_drafter import LocalDrafter, SessionDrafter
 from backtrack.result import GuideResult
 from backtrack.trace import OUTPUT_ORIGINS
@@ -26,16 +27,6 @@ from providers.base import DraftRequest
 
 pytestmark = pytest.mark.e2e
 
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string"},
-        "color": {"type": "string"},
-        "age": {"type": "integer"},
-    },
-    "required": ["name", "color", "age"],
-    "additionalProperties": False,
-}
 PROMPT = "Give a JSON object with the name, color and age of a cat."
 SETTINGS = {"max_corrections": 4, "max_draft_tokens": 64, "completion_tokens": 64}
 
@@ -80,7 +71,7 @@ def test_local_drafter_shares_the_targets_kv_cache(
     """Drafts run in the target's session: a correction rolls the draft's tokens back, and the
     next draft goes on from the correction, instead of feeding the committed text again. Against
     the same model drafting in a fresh session each time: same text, fewer tokens fed."""
-    grammar = Grammar.from_json_schema(SCHEMA)
+    grammar = Grammar.from_json_schema(DEMO_SCHEMA)
 
     written: list[str] = []  # per request, what was read of the fresh session's draft
 
@@ -119,7 +110,7 @@ def test_servers_serving_smollm2(
 ) -> None:
     """The SDKs talk HTTP to a server whose replies SmolLM2 writes: chat with instruction and
     alignment, the completions endpoint with a chat-formatted prompt, Anthropic with prefill."""
-    grammar = Grammar.from_json_schema(SCHEMA)
+    grammar = Grammar.from_json_schema(DEMO_SCHEMA)
     prompt: str = PROMPT
     drafter: Any
     if kind == "openai-chat":
