@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from grammars.prefix import append_piece
+from providers.align import FENCE
 
 if TYPE_CHECKING:
     from grammars.grammar import Grammar
     from grammars.prefix import Checker
 
-FENCE = "```"
 LONG_RUN = 16
 SHORT_RUN = 4
 MAX_LIVE = 16

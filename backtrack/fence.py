@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import re
 
-FENCE = "```"
+from providers.align import FENCE, FENCE_OPENING
+
 _CLOSING = "\n" + FENCE
-_OPENING_AT_START = re.compile(r"\s*```[^`\n]*\n")  # as providers.align strips it
 _OPENING_AT_END = re.compile(r"```[^`\n]*\n\s*\Z")  # and the blanks before the answer
 
 
@@ -38,7 +38,7 @@ class ClosingFence:
     def after_stripped(cls, stripped: str) -> ClosingFence | None:
         """For a reply whose alignment stripped `stripped`, if that starts with a fence opening
         line (the repeat of the committed text after it may end mid-line)."""
-        if not _OPENING_AT_START.match(stripped):
+        if not FENCE_OPENING.match(stripped):
             return None
         return cls(line_start=stripped.endswith("\n"))
 

@@ -35,7 +35,7 @@ CONTINUE_INSTRUCTION = (
 
 FENCE = "```"
 # A fence opening line: optional blank space, three backticks, an info string ("json"), newline.
-_FENCE_OPENING = re.compile(r"\s*```[^`\n]*\n")
+FENCE_OPENING = re.compile(r"\s*```[^`\n]*\n")
 # An info string longer than this means the backticks were not a fence opening.
 _MAX_INFO = 64
 # Non-blank characters a repeat of the prefix needs before it is stripped: shorter overlaps are
@@ -146,7 +146,7 @@ class Aligner:
 
     def _strip_fence(self, final: bool) -> bool:
         """Strip a fence opening from `_held`; False while it is too early to tell."""
-        match = _FENCE_OPENING.match(self._held)
+        match = FENCE_OPENING.match(self._held)
         if match:
             self.stripped += match.group()
             self._held = self._held[match.end() :]
