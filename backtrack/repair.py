@@ -171,8 +171,8 @@ def _inserts(
     if name is not None and ord('"') not in following and not deleted:
         inserts.append((name[1], name[0]))
     if word and not deleted:  # a keyword left out: `fragment f on User`, `ORDER BY`
-        written = [c for c in checker.text if c.isalpha()]
-        keyword = _keyword(checker, upper=bool(written) and written[-1].isupper())
+        last = next((c for c in reversed(checker.text) if c.isalpha()), "")  # the case to follow
+        keyword = _keyword(checker, upper=last.isupper())
         if keyword:
             inserts += [(keyword + " ", 0), (keyword, 0)]
     return inserts
