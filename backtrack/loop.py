@@ -354,11 +354,11 @@ class GuideLoop:
             # Blanks alone do not tell commentary from a slip: the repair's window will.
             trailing = self.checker.complete and bool(rest.strip()) and self._is_trailing(rest)
             if self._may_repair(draft) and not trailing:
-                draft.pending = [chunk[taken:]]
-                draft.pending_chars = len(chunk) - taken
+                draft.pending = [rest]
+                draft.pending_chars = len(rest)
                 return self._repair_when_read(draft)
             draft.cut = True
-            draft.rest.append(chunk[taken:])
+            draft.rest.append(rest)
             return False
         return True
 
