@@ -31,7 +31,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -293,6 +293,22 @@ def cause(message: str) -> str:
     return _NUMBER.sub("N", _QUOTED.sub("'…'", first))[:110]
 
 
+def not_compiled(compiled: Sequence[Any], failed_title: str, relaxed_title: str) -> list[str]:
+    """Report lines: the schemas (or groups) not compiled, counted by cause, then the keywords
+    left to the validator in those that compiled. Each item has `status` ("ok" once compiled),
+    `message` and `relaxed`."""
+    failures = collections.Counter(
+        cause(c.message) if c.status == "error" else c.status for c in compiled if c.status != "ok"
+    )
+    lines = ["", failed_title, ""]
+    lines += [f"- {n} x {c}" for c, n in failures.most_common()]
+    relaxed = collections.Counter(k for c in compiled for k in set(c.relaxed))
+    if relaxed:
+        lines += ["", relaxed_title, ""]
+        lines += [f"- {n} x {k}" for k, n in relaxed.most_common()]
+    return lines
+
+
 def report(results: list[Result], subsets: list[str]) -> str:
     lines = [
         "| subset | schemas | compile | rate | median s | p95 s | max s | timeouts |",
@@ -313,15 +329,11 @@ def report(results: list[Result], subsets: list[str]) -> str:
     for subset in subsets:
         lines.append(row(subset, [r for r in results if r.subset == subset]))
     lines.append(row("**all**", results))
-    failures = collections.Counter(
-        cause(r.message) if r.status == "error" else r.status for r in results if r.status != "ok"
+    lines += not_compiled(
+        results,
+        "Failures by cause:",
+        "Compiled schemas with a keyword relaxed (left to the validator):",
     )
-    lines += ["", "Failures by cause:", ""]
-    lines += [f"- {n} x {c}" for c, n in failures.most_common()]
-    relaxed = collections.Counter(k for r in results for k in set(r.relaxed))
-    if relaxed:
-        lines += ["", "Compiled schemas with a keyword relaxed (left to the validator):", ""]
-        lines += [f"- {n} x {k}" for k, n in relaxed.most_common()]
     verdicts = [v for r in results for v in r.verdicts]
     valid = [m for ref, m in verdicts if ref]
     invalid = [m for ref, m in verdicts if not ref]

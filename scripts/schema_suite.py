@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scripts.schema_census import Pool, cause, compile_into, read_git_json, why_refused
+from scripts.schema_census import Pool, compile_into, not_compiled, read_git_json, why_refused
 
 UNDER = "tests/draft2020-12"
 FORMAT = "format.json"  # its groups are reported apart (format as an annotation)
@@ -191,15 +191,11 @@ def report(groups: list[Group]) -> str:
     lines.append(tally(keywords).row("**all but format**"))
     if len(keywords) < len(groups):
         lines.append(tally([g for g in groups if g.file == FORMAT]).row("**format, apart**"))
-    failures = collections.Counter(
-        cause(g.message) if g.status == "error" else g.status for g in groups if g.status != "ok"
+    lines += not_compiled(
+        groups,
+        "Groups not compiled, by cause:",
+        "Compiled groups with a keyword left to the validator:",
     )
-    lines += ["", "Groups not compiled, by cause:", ""]
-    lines += [f"- {n} x {c}" for c, n in failures.most_common()]
-    relaxed = collections.Counter(k for g in groups for k in set(g.relaxed))
-    if relaxed:
-        lines += ["", "Compiled groups with a keyword left to the validator:", ""]
-        lines += [f"- {n} x {k}" for k, n in relaxed.most_common()]
     escaped = sum(i.escaped_refused for g in groups for i in g.instances)
     lines += [
         "",
