@@ -72,13 +72,17 @@ class Result:
 def list_files(args: argparse.Namespace) -> list[str]:
     if args.folder:
         return sorted(p.name for p in Path(args.folder).glob("*---*.json"))
-    out = subprocess.run(
-        ["git", f"--git-dir={args.git_dir}", "ls-tree", "--name-only", f"{args.rev}:{DATA}"],
+    return sorted(n for n in git_names(args.git_dir, args.rev, DATA) if "---" in n)
+
+
+def git_names(git_dir: str, rev: str, under: str) -> list[str]:
+    """The names in folder `under` of a git repository's tree at `rev`."""
+    return subprocess.run(
+        ["git", f"--git-dir={git_dir}", "ls-tree", "--name-only", f"{rev}:{under}"],
         check=True,
         capture_output=True,
         text=True,
-    ).stdout
-    return sorted(n for n in out.split() if "---" in n)
+    ).stdout.split()
 
 
 def read_files(args: argparse.Namespace, names: list[str]) -> dict[str, Any]:

@@ -32,7 +32,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scripts.schema_census import Pool, compile_into, not_compiled, read_git_json, why_refused
+from scripts.schema_census import (
+    Pool,
+    compile_into,
+    git_names,
+    not_compiled,
+    read_git_json,
+    why_refused,
+)
 
 UNDER = "tests/draft2020-12"
 FORMAT = "format.json"  # its groups are reported apart (format as an annotation)
@@ -63,13 +70,7 @@ class Group:
 
 
 def list_files(git_dir: str, rev: str, under: str) -> list[str]:
-    out = subprocess.run(
-        ["git", f"--git-dir={git_dir}", "ls-tree", "--name-only", f"{rev}:{under}"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return sorted(n for n in out.split() if n.endswith(".json"))
+    return sorted(n for n in git_names(git_dir, rev, under) if n.endswith(".json"))
 
 
 def suite_commit(git_dir: str, rev: str) -> str:
