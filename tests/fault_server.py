@@ -90,7 +90,12 @@ CALLERS: dict[str, tuple[str, ...]] = {
 }
 
 TIMEOUT = 0.5
-"""The SDK clients' timeout (seconds): a stall outlasts it."""
+"""The SDK clients' read timeout (seconds): a stall outlasts it."""
+SEND_TIMEOUT = 5.0
+"""The clients' timeout (seconds) to connect, send and get a pooled connection. A stall is in
+the reply, so only reading waits TIMEOUT. On a loaded machine the event loop can come back to a
+request's connect or write after TIMEOUT: a request that times out before it is sent is one the
+server never sees, and the run's count of requests would not match the server's."""
 STALL = TIMEOUT + 0.25
 """How long a stalled reply sends nothing before the server hangs up."""
 CHARS_PER_TOKEN = 4
@@ -943,11 +948,17 @@ def _client(provider: str, asynchronous: bool, url: str, timeout: float = TIMEOU
         import anthropic
 
         cls: Any = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
-        return cls(base_url=url, api_key=API_KEY, timeout=timeout)
+        return cls(base_url=url, api_key=API_KEY, timeout=_limits(anthropic.Timeout, timeout))
     import openai
 
     cls = openai.AsyncOpenAI if asynchronous else openai.OpenAI
-    return cls(base_url=f"{url}/v1", api_key=API_KEY, timeout=timeout)
+    return cls(base_url=f"{url}/v1", api_key=API_KEY, timeout=_limits(openai.Timeout, timeout))
+
+
+def _limits(timeouts: Any, read: float) -> Any:
+    """The SDK's Timeout (`timeouts`) that reads for `read` seconds, sends for SEND_TIMEOUT."""
+    send = max(read, SEND_TIMEOUT)
+    return timeouts(read, connect=send, write=send, pool=send)
 
 
 def _grammar(document: Document) -> Any:
@@ -1113,8 +1124,7 @@ def run_all(
 ) -> list[Outcome]:
     """Run every run (sync ones on `workers` threads, async ones as as many concurrent tasks),
     each judged; in the order given. The retry backoff must be zero meanwhile (`zero_backoff`).
-    `timeout` is the clients' (a stall outlasts the default; under heavy load, so may a request
-    the server has not accepted yet, which it cannot count)."""
+    `timeout` is the clients' read timeout (a stall outlasts the default)."""
     sync = [r for r in runs if not r.asynchronous]
     outcomes: dict[Run, Outcome] = {}
     clients = {p: _client(p, False, server.url, timeout) for p in {r.provider for r in sync}}
