@@ -141,6 +141,39 @@ def distance(removed: str, inserted: str) -> int:
     return edit_distance(removed, inserted)
 
 
+# An end tag of HTML or XML: one closing bracket, as `]` is in JSON.
+END_TAG = "</"
+_END_TAG = re.compile(r"</[A-Za-z][\w:.-]*\s*>")
+
+
+def is_end_tag(text: str) -> bool:
+    """Whether `text` is one whole end tag (`</li>`)."""
+    return _END_TAG.fullmatch(text) is not None
+
+
+def moves_end_tag(removed: str, inserted: str) -> bool:
+    """Whether the edit deletes one whole end tag (one written twice), inserts one before the
+    text it removed, which is read again after it (one left out), or swaps two (`</li></a>`
+    written for `</a></li>`): one edit, as a bracket is."""
+    if not removed:
+        return False
+    if not inserted:
+        return is_end_tag(removed)
+    if inserted.endswith(removed):
+        return is_end_tag(inserted[: -len(removed)])
+    tags = _END_TAG.findall(removed)
+    return len(tags) == 2 and "".join(tags) == removed and inserted == tags[1] + tags[0]
+
+
+def flips_tag(before: str, removed: str, inserted: str, after: str) -> bool:
+    """Whether replacing `removed` by `inserted` between `before` and `after` turns an end tag
+    into a start tag or back (`</li>` to `<li>`): it opens an element the API closed, whose end
+    the rest of the draft then lacks (an end tag deleted or inserted whole: moves_end_tag)."""
+    old = before[-1:] + removed + after[:1]
+    new = before[-1:] + inserted + after[:1]
+    return old.count(END_TAG) != new.count(END_TAG)
+
+
 # Comment openings of common notations, and what closes each (a line comment: the line's end).
 COMMENTS = {"//": "\n", "#": "\n", ";": "\n", "--": "\n", "/*": "*/"}
 

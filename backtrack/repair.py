@@ -6,8 +6,9 @@ window). A candidate edit backs off `back` characters of C (back into the lexeme
 the comma before a `}`), skips `skip` characters of R, and inserts a short `insert` the grammar
 allows there: nothing, one character, a word the grammar allows where R has a word (`True` for
 `true`), the one keyword the grammar allows (`ORDER BY`), R's own quoted text with its quotes
-made the ones the grammar takes (`'a'` for `"a"`), or what another notation's slip means
-(backtrack.notations: operators, SQL dialects, comments, escapes). The engine checks each
+made the ones the grammar takes (`'a'` for `"a"`), an end tag (HTML, XML) left out, written
+twice or swapped, as a bracket is, or what another notation's slip means (backtrack.notations:
+operators, SQL dialects, comments, escapes). The engine checks each
 candidate in microseconds without changing state (`Checker.fits`).
 
 The best candidate is the one after which the most of R fits (all of it, ending a complete text,
@@ -30,6 +31,7 @@ from backtrack.notations import (
     CLOSERS,
     COMMENTS,
     DIALECT,
+    END_TAG,
     OPERATORS,
     WORD,
     bare_value,
@@ -40,7 +42,10 @@ from backtrack.notations import (
     decoded,
     distance,
     edit_distance,
+    flips_tag,
     is_comment,
+    is_end_tag,
+    moves_end_tag,
     quote_count,
     quoted_name,
     requoted,
@@ -234,6 +239,45 @@ def _keyword(checker: Checker, upper: bool) -> str:
 _MAX_KEYWORD = 16
 
 
+def _end_tags(checker: Checker, deleted: str, rest: str) -> list[tuple[str, int | None]]:
+    """Where the backed-off text starts an end tag the grammar refuses: that end tag deleted
+    whole (one written twice); the one end tag the grammar allows there (`</a>` inside an `a`
+    element, as `]` closes a list) with the draft's own read after it; and the two swapped, when
+    the draft's next end tag is the one allowed (`</li></a>`)."""
+    if not deleted.startswith(END_TAG):
+        return []
+    text = deleted + rest
+    end = text.find(">") + 1
+    if end <= len(deleted) or not is_end_tag(text[:end]):
+        return []
+    found: list[tuple[str, int | None]] = [("", end - len(deleted))]
+    tag = _end_tag(checker)
+    if tag:
+        found.append((tag + deleted, 0))
+        if text[end:].startswith(tag):
+            found.append((tag + text[:end], end + len(tag) - len(deleted)))
+    return found
+
+
+def _end_tag(checker: Checker) -> str:
+    """The one end tag the grammar allows here, or "". The checker is left where it was."""
+    start = checker.chars
+    tag = END_TAG if checker.fits(END_TAG) == len(END_TAG) else ""
+    checker.feed(tag)
+    while tag and not tag.endswith(">") and len(tag) < _MAX_KEYWORD:
+        following = checker.next_bytes()
+        if ord(">") in following:  # the name ends here (blanks may come before the `>`)
+            char = ">"
+        elif len(following) == 1:
+            char = chr(next(iter(following)))
+        else:
+            break
+        tag += char
+        checker.feed(char)
+    checker.rollback(start)
+    return tag if is_end_tag(tag) else ""
+
+
 @dataclass(frozen=True)
 class _Candidate:
     edit: Edit
@@ -263,7 +307,7 @@ def _candidates(
             inserts = [(escaped, 0) for escaped in _escapes(checker, deleted, rest)]
         else:
             inserts = _inserts(checker, deleted, rest, limits)
-        inserts += characters(deleted, rest)
+        inserts += characters(deleted, rest) + _end_tags(checker, deleted, rest)
         for insert, only in inserts:
             for skip in [only] if only is not None else _skips(rest, limits):
                 if (back, skip, insert) == (0, 0, "") or insert == deleted + rest[:skip]:
@@ -281,12 +325,15 @@ def _candidates(
                     continue
                 fits = taken - len(insert)
                 removed = deleted + rest[:skip]
+                tag_edit = only is not None and moves_end_tag(removed, insert)
                 if only is not None and is_comment(removed, tail):
                     cost = 0 if insert else 1  # written in the grammar's notation, or deleted
                 elif only is not None and decoded(removed) == (len(removed), insert):
                     cost = 0  # the same string: an escape written as its character
                 elif only == 0 and insert[:1].isalpha() and not removed:
                     cost = 1  # the one keyword the grammar allows here, left out
+                elif tag_edit:
+                    cost = 1  # an end tag written twice, left out or swapped
                 elif only is not None and deleted and insert == f'"{removed}"':
                     cost = 1  # a value the grammar took the start of (a number), quoted
                 else:
@@ -300,10 +347,14 @@ def _candidates(
                             and changes_words(committed[: base - back], removed, insert, tail)
                         )
                         + (only is None and odd and word_at(tail) > 0)
+                        + flips_tag(committed[: base - back], removed, insert, tail)
                     )
                 loose = edit_distance(removed.lower(), insert.lower())
-                invented = len(insert) - common(removed, insert)
-                unlike = unlike_classes(removed, insert)
+                # The end tag the grammar allows, left out, is not made up: of one inserted and
+                # the draft's own deleted, both fitting as far as the draft has come, the first
+                # closes what the API opened, the second leaves it open past where it ended.
+                invented = 0 if tag_edit else len(insert) - common(removed, insert)
+                unlike = 0 if tag_edit else unlike_classes(removed, insert)
                 edit = Edit(back, skip, insert, deleted, rest[:skip], fits, cost)
                 rank = (unlike, -(skip + fits), invented, loose, back)
                 found.append(_Candidate(edit, tail, rank))
@@ -482,6 +533,8 @@ def _trusted(checker: Checker, committed: str, c: _Candidate, *, was_free: bool)
         return edit.deleted[0] in c.tail[: edit.fits]
     if (edit.insert, edit.skip) in characters(edit.deleted, edit.skipped + c.tail):
         return True  # an escape as its character: the string's bounds are the draft's own
+    if moves_end_tag(edit.deleted + edit.skipped, edit.insert):
+        return True  # an end tag inserted or deleted: the element's text ends as it did
     checker.feed(edit.insert)
     # A line comment written in the grammar's notation is open until its line's end, next.
     inside = inside or (

@@ -250,6 +250,42 @@ def test_notations_of_other_formats(grammar: str, draft: str, expected: str) -> 
     assert (result.text, result.api_calls, result.corrections) == (expected, 1, 0)
 
 
+@pytest.mark.parametrize(
+    ("draft", "expected", "edit"),
+    [
+        # Left out: the one end tag the grammar allows, inserted before the draft's own.
+        (
+            '<ul><li><a href="#">x</li></ul>',
+            '<ul><li><a href="#">x</a></li></ul>',
+            [("edit", "</a>"), ("draft", "</li></ul>")],
+        ),
+        # Written twice: deleted whole, not made a start tag (`<li>`, which the draft never
+        # closes).
+        (
+            "<div><p>one</p></p>\n<p>two</p></div>\n",
+            "<div><p>one</p>\n<p>two</p></div>\n",
+            [("deleted", "</"), ("skipped", "p>"), ("draft", "\n<p>two</p></div>\n")],
+        ),
+        # In the wrong order: swapped.
+        (
+            '<ul>\n  <li><a href="#">Prev</li></a>\n  <li>1</li>\n</ul>\n',
+            '<ul>\n  <li><a href="#">Prev</a></li>\n  <li>1</li>\n</ul>\n',
+            [("deleted", "</"), ("skipped", "li></a>"), ("edit", "</a></li>")],
+        ),
+    ],
+)
+def test_an_end_tag_is_one_bracket(draft: str, expected: str, edit: list[tuple[str, str]]) -> None:
+    """HTML (benchmarks/grammars/html.lark) closes with end tags as JSON does with brackets: one
+    left out, written twice or swapped is one edit, and the API's text around it is kept."""
+    from benchmarks.corpus_other import load_other_grammar
+
+    result = repaired(load_other_grammar("html"), draft)
+    assert (result.text, result.api_calls, result.corrections) == (expected, 1, 0)
+    shown = spans(result)
+    at = shown.index(edit[0])
+    assert shown[at : at + len(edit)] == edit
+
+
 def test_a_forgotten_bracket_is_shown_as_one_insertion() -> None:
     result = repaired("json", '{"a": [1, 2, "b": 3}')
     assert spans(result) == [("draft", '{"a": [1, 2'), ("edit", "]"), ("draft", ', "b": 3}')]
