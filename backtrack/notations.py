@@ -1,14 +1,15 @@
 """Slips of other notations and what they mean, as text: the synonyms of other languages'
-literals, other notations' operators, other SQL dialects' phrases, comments, quoting (a quoted
-text, a quoted name, a bare value) and `\\u` escapes, with the measures a repair is ranked by
-(edit distance, words changed, character classes). No grammar here: backtrack.repair turns these
-into candidate edits and checks them.
+literals, other notations' operators, other dialects' phrases (SQL, JSX), end tags, comments,
+quoting (a quoted text, a quoted name, a bare value) and `\\u` escapes, with the measures a repair
+is ranked by (edit distance, words changed, character classes). No grammar here:
+backtrack.repair turns these into candidate edits and checks them.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
 QUOTES = "'`\u2018\u2019\u201c\u201d"  # quotes of other kinds than the double quote
 WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
@@ -83,24 +84,49 @@ OPERATORS = {
 }
 
 
-# Phrases of other SQL dialects that SQLite writes another way, and how (`\\1`: the phrase's
-# number or name). A candidate each where the grammar takes it, at no cost: what the API meant.
-DIALECT = (
+def _css(match: re.Match[str]) -> str:
+    """A JSX style object (`{{width: '18rem', marginTop: 4}}`) as the CSS text of an HTML style
+    attribute (`"width: 18rem; margin-top: 4;"`): names in kebab case, values unquoted."""
+    declarations = []
+    for entry in match.group(1).split(","):
+        name, _, value = entry.partition(":")
+        name, value = name.strip().strip("'\""), value.strip().strip("'\"")
+        if name:
+            kebab = re.sub(r"[A-Z]", lambda m: "-" + m.group().lower(), name)
+            declarations.append(f"{kebab}: {value};")
+    return '"' + " ".join(declarations) + '"'
+
+
+Meaning = str | Callable[[re.Match[str]], str]
+
+# Phrases of other dialects that the grammar's notation writes another way, and how (`\\1`: the
+# phrase's number or name): SQL that SQLite writes otherwise, JSX attributes where HTML goes.
+# A candidate each where the grammar takes it, at no cost: what the API meant.
+PHRASES: tuple[tuple[re.Pattern[str], Meaning], ...] = (
     (re.compile(r"SIMILAR\s+TO\b", re.I), "LIKE"),
     (re.compile(r"FETCH\s+(?:FIRST|NEXT)\s+(\d+)\s+ROWS?\s+ONLY\b", re.I), r"LIMIT \1"),
     (re.compile(r"(\w+)::(\w+)"), r"CAST(\1 AS \2)"),
+    (re.compile(r"className="), "class="),
+    (re.compile(r"htmlFor="), "for="),
+    (re.compile(r"\{\{([^{}]*)\}\}"), _css),
 )
+
+
+def written(match: re.Match[str], meaning: Meaning) -> str:
+    """A phrase of PHRASES (`match`) as the grammar's notation writes it."""
+    return match.expand(meaning) if isinstance(meaning, str) else meaning(match)
 
 
 _OPERATOR_SYNONYMS = frozenset((slip, meant) for slip, all in OPERATORS.items() for meant in all)
 
 
 def rewritten(text: str) -> str | None:
-    """How SQLite writes `text` when it is another dialect's phrase as a whole; None otherwise."""
-    for phrase, meaning in DIALECT:
+    """How the grammar's notation writes `text` when it is another dialect's phrase as a whole;
+    None otherwise."""
+    for phrase, meaning in PHRASES:
         match = phrase.fullmatch(text)
         if match is not None:
-            return match.expand(meaning)
+            return written(match, meaning)
     return None
 
 
@@ -126,7 +152,7 @@ def quote_count(text: str) -> int:
 def distance(removed: str, inserted: str) -> int:
     """The edit distance; a known synonym of another language counts as one edit, and so does a
     quoted text in the quotes the grammar takes (or a quoted name bare); a known operator of
-    another notation or a phrase of another SQL dialect counts as none."""
+    another notation or a phrase of another dialect (SQL, JSX) counts as none."""
     if (removed.strip().lower(), inserted.strip().lower()) in _SYNONYMS:
         return 1
     if requoted(removed) == (len(removed), inserted) or quoted_name(removed + ":") == (

@@ -8,7 +8,7 @@ allows there: nothing, one character, a word the grammar allows where R has a wo
 `true`), the one keyword the grammar allows (`ORDER BY`), R's own quoted text with its quotes
 made the ones the grammar takes (`'a'` for `"a"`), an end tag (HTML, XML) left out, written
 twice or swapped, as a bracket is, or what another notation's slip means (backtrack.notations:
-operators, SQL dialects, comments, escapes). The engine checks each
+operators, other dialects' phrases, comments, escapes). The engine checks each
 candidate in microseconds without changing state (`Checker.fits`).
 
 The best candidate is the one after which the most of R fits (all of it, ending a complete text,
@@ -30,9 +30,9 @@ from backtrack.notations import (
     BARE,
     CLOSERS,
     COMMENTS,
-    DIALECT,
     END_TAG,
     OPERATORS,
+    PHRASES,
     WORD,
     bare_value,
     changes_words,
@@ -51,6 +51,7 @@ from backtrack.notations import (
     requoted,
     unlike_classes,
     word_at,
+    written,
 )
 from grammars import Checker
 from grammars.prefix import PRINTABLE, takes_free_text
@@ -185,7 +186,7 @@ def _inserts(
 
 def _operator_inserts(checker: Checker, deleted: str, rest: str) -> list[tuple[str, int | None]]:
     """Where the backed-off text and the draft's rest start with another notation's operator or
-    another SQL dialect's phrase (covering all of the backed-off text), its meanings that the
+    another dialect's phrase (covering all of the backed-off text), its meanings that the
     grammar takes here, each with the skip past the slip."""
     found: list[tuple[str, int | None]] = []
     text = deleted + rest
@@ -194,12 +195,12 @@ def _operator_inserts(checker: Checker, deleted: str, rest: str) -> list[tuple[s
             skip = len(slip) - len(deleted)
             found += [(m, skip) for m in meanings if checker.fits(m) == len(m)]
     within_word = word_at(checker.text[-1:]) == 1  # a phrase starts a word
-    for phrase, meaning in DIALECT:
+    for phrase, meaning in PHRASES:
         match = phrase.match(text)
         if match is not None and len(deleted) <= match.end() and not within_word:
-            written = match.expand(meaning)
-            if checker.fits(written) == len(written):
-                found.append((written, match.end() - len(deleted)))
+            phrased = written(match, meaning)
+            if checker.fits(phrased) == len(phrased):
+                found.append((phrased, match.end() - len(deleted)))
     return found
 
 

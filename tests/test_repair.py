@@ -240,6 +240,13 @@ def test_smollm2_breaks_a_tie_as_the_api_meant(target: Any) -> None:
         ("graphql", "{ a }\n\nfragment f User { id }", "{ a }\n\nfragment f on User { id }"),
         # A YAML key's value where TOML writes `key = value`.
         ("toml", 'name = "Nail"\ncolor: "gray"\n', 'name = "Nail"\ncolor = "gray"\n'),
+        # JSX attributes where HTML goes: className, htmlFor and a style object.
+        (
+            "html",
+            "<div className=\"a\" style={{marginTop: '4px', color: 'red'}}>x</div>\n",
+            '<div class="a" style="margin-top: 4px; color: red;">x</div>\n',
+        ),
+        ("html", '<label htmlFor="n">Name</label>\n', '<label for="n">Name</label>\n'),
     ],
 )
 def test_notations_of_other_formats(grammar: str, draft: str, expected: str) -> None:
