@@ -23,6 +23,7 @@ new checker in slices of `SLICE` characters, so no character is checked more tha
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -80,6 +81,15 @@ def prose(text: str) -> bool:
 
 
 _MARKDOWN = "*_>#-\"'"
+
+
+def states_value(rest: str) -> bool:
+    """Whether `rest` gives the value of what came before (` = 10` after `3 * 2 + 4`, `=> 7`):
+    the answer's result, commentary where the grammar takes no `=` there."""
+    return _VALUE.match(rest) is not None
+
+
+_VALUE = re.compile(r"[ \t]*(?:=>?|≈)[ \t]*[^\s=>]")
 
 
 class AnswerStart:

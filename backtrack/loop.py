@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from backtrack.answer_start import AnswerStart, preamble, prose
+from backtrack.answer_start import AnswerStart, preamble, prose, states_value
 from backtrack.fence import ClosingFence
 from backtrack.options import GuideOptions
 from backtrack.repair import Edit, Prefer, RepairLimits, search
@@ -608,16 +608,19 @@ class GuideLoop:
 
     def _drop_final_blanks(self) -> None:
         """Blanks that end a complete text before dropped trailing text go with the trailing text
-        where the text without them is complete and the grammar would take nothing but blanks
-        after it (JSON). Elsewhere they stay: before a closing fence too, whose block's content
-        ends with its last line's break, as CommonMark has it. Never blanks already passed on as
-        final."""
+        where the text without them is complete and they are no line's end (`1 + 2 ` before
+        `= 3`), or the grammar would take nothing but blanks after it (JSON). Elsewhere they stay:
+        a CSV record's line end, and before a closing fence too, whose block's content ends with
+        its last line's break, as CommonMark has it. Never blanks already passed on as final."""
         text = self.text
         kept = len(text.rstrip())
         if kept == len(text) or kept < max(self._final, self._final_seen):
             return
         self.checker.rollback(kept)
-        if not (self.checker.complete and self.checker.next_bytes() <= _BLANKS_OR_END):
+        line_end = "\n" in text[kept:] or "\r" in text[kept:]
+        if not (
+            self.checker.complete and (not line_end or self.checker.next_bytes() <= _BLANKS_OR_END)
+        ):
             self.checker.feed(text[kept:])
             return
         self._log.retract(len(text) - kept, shown=False)
@@ -626,14 +629,17 @@ class GuideLoop:
     def _is_trailing(self, rest: str) -> bool:
         """At a complete point, is the rejected rest commentary rather than a slip? It is when the
         grammar cannot go on at all or only with blanks, when the rest is a blank and a word where
-        no word may follow (SQL after its ";" takes only blanks and comments), or the rest starts
-        a new line or a code fence (and is not more of the answer, below)."""
+        no word may follow (SQL after its ";" takes only blanks and comments), when it states the
+        text's value where no `=` may follow (` = 10` after an expression), or when it starts a
+        new line or a code fence (and is not more of the answer, below)."""
         following = self.checker.next_bytes()
         if self.checker.stopped or not rest.strip() or following <= _BLANKS_OR_END:
             return True
         after_blank = rest[:1].isspace() or self.text[-1:].isspace()
         if after_blank and rest.lstrip()[:1].isalpha() and not following & _LETTERS:
             return True  # a word after a blank (right after a closing quote, a slip in the text)
+        if ord("=") not in following and states_value(rest):
+            return True
         text = self.text
         tail = text[len(text.rstrip()) :]
         if not ("\n" in tail or rest.lstrip(" \t").startswith(("\n", "\r", "```"))):

@@ -430,8 +430,9 @@ async def test_async_stream_is_closed_at_the_first_bad_byte(target: LocalTarget)
 
 # -- stopping --------------------------------------------------------------------------------------
 
-# The blanks before the trailing text go with it where the grammar takes nothing but blanks
-# after the text without them (JSON); in SQL a statement may follow, so they stay.
+# The blanks before the trailing text go with it where the text without them is complete and
+# they end no line, or where the grammar takes nothing but blanks after it (JSON); a line's end
+# stays where more may follow (another SQL statement, an expression's value on its own line).
 TRAILING = {
     "json-newline-prose": ("json", '{"a": 1}\nThis object has one key.', '{"a": 1}'),
     "json-fence": ("json", '{"a": 1} ```\n', '{"a": 1}'),
@@ -439,7 +440,7 @@ TRAILING = {
     "sql-newline-prose": ("sqlite", "SELECT a FROM t;\nThis returns a.", "SELECT a FROM t;\n"),
     # On the same line: the grammar could only go on with blanks.
     "json-same-line-prose": ("json", '{"a": 1} Hope this helps!', '{"a": 1}'),
-    "sql-same-line-prose": ("sqlite", "SELECT a FROM t; Hope this helps!", "SELECT a FROM t; "),
+    "sql-same-line-prose": ("sqlite", "SELECT a FROM t; Hope this helps!", "SELECT a FROM t;"),
 }
 
 
@@ -468,6 +469,29 @@ def test_trailing_prose_is_dropped_not_corrected(
     assert result.trace.rounds[-1].ended == "trailing"
     if stream:
         assert api.closed == [True] and api.yielded == [valid // 3 + 1]
+
+
+@pytest.mark.parametrize("chunk", [0, 1, 3])
+@pytest.mark.parametrize(
+    ("draft", "kept"),
+    [
+        ("sqrt(16) + 3 * 2 = 10", "sqrt(16) + 3 * 2"),
+        ("2 * x => 7 when x is 3.5", "2 * x"),
+        ("1 + 2\n= 3", "1 + 2\n"),
+    ],
+)
+def test_an_expressions_value_after_it_is_dropped_not_edited(
+    draft: str, kept: str, chunk: int
+) -> None:
+    """Where the grammar takes no `=`, ` = 10` after a complete expression is its value, stated:
+    not a slip to edit into an operator (`3 * 2 - 10`)."""
+    api = ScriptedAPI(kept, drafts=[draft], chunk=chunk)
+    result = run(api, Grammar.load("arithmetic"), ScriptedTarget(), stream=chunk > 0)
+    assert (result.text, result.stop_reason, result.api_calls) == (kept, "trailing_dropped", 1)
+    (origin, shown), (dropped_origin, dropped) = [(s.origin, s.text) for s in result.trace.spans]
+    # Streamed, the API is stopped once the rest is known to be commentary: what was read.
+    assert (origin, shown, dropped_origin) == ("draft", kept, "dropped")
+    assert dropped and draft[len(kept) :].startswith(dropped)
 
 
 @pytest.mark.parametrize("chunk", [0, 1, 3])
