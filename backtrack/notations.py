@@ -112,6 +112,20 @@ PHRASES: tuple[tuple[re.Pattern[str], Meaning], ...] = (
 )
 
 
+def spaced(before: str, operator: str, after: str) -> str:
+    """`operator`, inserted between `before` and `after`, spaced as the text around spaces its
+    binary operators (`2 * (x + 4)` where the draft wrote `2(x + 4) + 1`)."""
+    if operator not in _BINARY or before[-1:].isspace() or after[:1].isspace():
+        return operator
+    around = before[-_STYLE:] + after[:_STYLE]
+    return f" {operator} " if _SPACED.search(around) else operator
+
+
+_BINARY = "+-*/%^"
+_SPACED = re.compile(r"[\w)] [-+*/%^] [\w(]")
+_STYLE = 32  # characters each side of an insertion that show the text's style
+
+
 def written(match: re.Match[str], meaning: Meaning) -> str:
     """A phrase of PHRASES (`match`) as the grammar's notation writes it."""
     return match.expand(meaning) if isinstance(meaning, str) else meaning(match)

@@ -24,7 +24,7 @@ local model's likelihood (`prefer`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from backtrack.notations import (
     BARE,
@@ -49,6 +49,7 @@ from backtrack.notations import (
     quote_count,
     quoted_name,
     requoted,
+    spaced,
     unlike_classes,
     word_at,
     written,
@@ -395,15 +396,26 @@ def search(
     if best is None:
         return None
     if prefer is None or not ties or ties[0] is not best[0]:
-        return best[0]
+        return _spaced(checker, best[0], rest)
     committed = checker.text
     texts: dict[str, Edit] = {}
     for edit in ties:
         after = rest[edit.skip :][:_SCORED]
         texts.setdefault(committed[: len(committed) - edit.back] + edit.insert + after, edit)
     if len(texts) == 1:
-        return best[0]
-    return list(texts.values())[prefer(list(texts))]
+        return _spaced(checker, best[0], rest)
+    return _spaced(checker, list(texts.values())[prefer(list(texts))], rest)
+
+
+def _spaced(checker: Checker, edit: Edit, rest: str) -> Edit:
+    """`edit`, its inserted operator spaced as the draft spaces its own, where the grammar takes
+    that as far as the edit fitted."""
+    if edit.back or edit.skip:
+        return edit
+    insert = spaced(checker.text, edit.insert, rest)
+    if insert == edit.insert or checker.fits(insert + rest) < len(insert) + edit.fits:
+        return edit
+    return replace(edit, insert=insert)
 
 
 _SCORED = 16  # characters of the draft after an edit that its likelihood takes in

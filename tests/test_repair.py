@@ -186,20 +186,26 @@ def test_a_preamble_is_dropped_when_it_reads_as_prose_or_has_no_repair(
     assert spans(result) == [("dropped", dropped), ("draft", expected)]
 
 
-def test_edits_that_tie_go_to_the_model_with_the_drafts_text_after_them() -> None:
-    """`2(x + 4)`: every operator inserted costs one edit; `prefer` picks among them."""
+@pytest.mark.parametrize(
+    ("rest", "inserted"), [("(x + 4) + 1", " * "), ("(x+4)+1", "*"), ("(x)", "*")]
+)
+def test_edits_that_tie_go_to_the_model_with_the_drafts_text_after_them(
+    rest: str, inserted: str
+) -> None:
+    """`2(x + 4)`: every operator inserted costs one edit; `prefer` picks among them. The one
+    picked is spaced as the draft spaces its own operators."""
     checker = Grammar.load("arithmetic").checker()
     checker.feed("2")
     offered: list[list[str]] = []
 
     def prefer(texts: list[str]) -> int:
         offered.append(texts)
-        return texts.index("2*(x + 4) + 1")
+        return texts.index(f"2*{rest}")
 
-    edit = search(checker, "(x + 4) + 1", final=True, floor=0, limits=RepairLimits(), prefer=prefer)
-    assert edit is not None and edit.insert == "*"
+    edit = search(checker, rest, final=True, floor=0, limits=RepairLimits(), prefer=prefer)
+    assert edit is not None and edit.insert == inserted
     (texts,) = offered
-    assert {"2*(x + 4) + 1", "2+(x + 4) + 1", "2%(x + 4) + 1"} <= set(texts)
+    assert {f"2*{rest}", f"2+{rest}", f"2%{rest}"} <= set(texts)
     assert checker.text == "2"
 
 
@@ -222,7 +228,7 @@ def test_smollm2_breaks_a_tie_as_the_api_meant(target: Any) -> None:
     result = guide(
         providers.FunctionDrafter(api), "arithmetic", prompt="p", target=target, **NO_CORRECTIONS
     )
-    assert (result.text, result.api_calls) == ("2*(x + 4) + 1", 1)
+    assert (result.text, result.api_calls) == ("2 * (x + 4) + 1", 1)
 
 
 @pytest.mark.parametrize(
