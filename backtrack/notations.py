@@ -214,6 +214,32 @@ def flips_tag(before: str, removed: str, inserted: str, after: str) -> bool:
     return old.count(END_TAG) != new.count(END_TAG)
 
 
+_MEMBER_NAME = re.compile(r'\s*"(?:[^"\\\n]|\\.)*"\s*:\s*')
+_DECODER = json.JSONDecoder()
+
+
+def json_member(text: str) -> int | None:
+    """When `text` starts with one whole JSON object member and its comma, either way round
+    (`, "pages": 412` or `"pages": 412, `, blanks after it too), its length: a member the grammar
+    takes no more of (a key the schema does not have), deleted as one edit. None otherwise."""
+    leading = text.lstrip().startswith(",")
+    at = text.index(",") + 1 if leading else 0
+    name = _MEMBER_NAME.match(text, at)
+    if name is None:
+        return None
+    try:
+        _, end = _DECODER.raw_decode(text, name.end())
+    except ValueError:
+        return None
+    if leading:
+        return end
+    after = text[end:].lstrip()
+    if not after.startswith(","):
+        return None
+    comma = len(text) - len(after)
+    return comma + 1 + len(text[comma + 1 :]) - len(text[comma + 1 :].lstrip(" "))
+
+
 # Comment openings of common notations, and what closes each (a line comment: the line's end).
 COMMENTS = {"//": "\n", "#": "\n", ";": "\n", "--": "\n", "/*": "*/"}
 

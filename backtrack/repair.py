@@ -8,8 +8,10 @@ allows there: nothing, one character, a word the grammar allows where R has a wo
 `true`), the one keyword the grammar allows (`ORDER BY`), R's own quoted text with its quotes
 made the ones the grammar takes (`'a'` for `"a"`), an end tag (HTML, XML) left out, written
 twice or swapped, as a bracket is, or what another notation's slip means (backtrack.notations:
-operators, other dialects' phrases, comments, escapes). The engine checks each
-candidate in microseconds without changing state (`Checker.fits`).
+operators, other dialects' phrases, comments, escapes). A JSON member the grammar has no place
+for (a key a schema lacks) is skipped whole, as two edits (a name and its value: a quoted name
+made bare, one edit, goes first). The engine checks each candidate in microseconds
+without changing state (`Checker.fits`).
 
 The best candidate is the one after which the most of R fits (all of it, ending a complete text,
 first), then the cheapest (the edit distance between what it removes and what it inserts), then
@@ -45,6 +47,7 @@ from backtrack.notations import (
     flips_tag,
     is_comment,
     is_end_tag,
+    json_member,
     moves_end_tag,
     quote_count,
     quoted_name,
@@ -310,6 +313,9 @@ def _candidates(
         else:
             inserts = _inserts(checker, deleted, rest, limits)
         inserts += characters(deleted, rest) + _end_tags(checker, deleted, rest)
+        member = json_member(deleted + rest)
+        if member is not None and member > len(deleted):  # a key the grammar has no place for
+            inserts.append(("", member - len(deleted)))
         for insert, only in inserts:
             for skip in [only] if only is not None else _skips(rest, limits):
                 if (back, skip, insert) == (0, 0, "") or insert == deleted + rest[:skip]:
@@ -336,6 +342,8 @@ def _candidates(
                     cost = 1  # the one keyword the grammar allows here, left out
                 elif tag_edit:
                     cost = 1  # an end tag written twice, left out or swapped
+                elif only is not None and not insert and json_member(removed) == len(removed):
+                    cost = 2  # a JSON object's member deleted whole: a name and its value
                 elif only is not None and deleted and insert == f'"{removed}"':
                     cost = 1  # a value the grammar took the start of (a number), quoted
                 else:

@@ -299,6 +299,27 @@ def test_an_end_tag_is_one_bracket(draft: str, expected: str, edit: list[tuple[s
     assert shown[at : at + len(edit)] == edit
 
 
+@pytest.mark.parametrize(
+    ("draft", "skipped"),
+    [
+        ('{"zz": true, "a": 1, "b": "x"}', 'zz": true, '),
+        ('{"a": 1, "zz": [1, {"q": 2}], "b": "x"}', 'zz": [1, {"q": 2}], '),
+        ('{"a": 1, "b": "x", "zz": null}', 'zz": null'),
+    ],
+)
+def test_a_key_the_schema_lacks_is_deleted_with_its_value(draft: str, skipped: str) -> None:
+    """Not its value given to the next key (`"lang": "412"`), nor a name made up for it."""
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+        "required": ["a", "b"],
+        "additionalProperties": False,
+    }
+    result = repaired(Grammar.coerce(schema), draft)
+    assert (result.text, result.api_calls) == ('{"a": 1, "b": "x"}', 1)
+    assert [t for o, t in spans(result) if o == "skipped"] == [skipped]
+
+
 def test_a_forgotten_bracket_is_shown_as_one_insertion() -> None:
     result = repaired("json", '{"a": [1, 2, "b": 3}')
     assert spans(result) == [("draft", '{"a": [1, 2'), ("edit", "]"), ("draft", ', "b": 3}')]
