@@ -221,7 +221,7 @@ _DECODER = json.JSONDecoder()
 def json_member(text: str) -> int | None:
     """When `text` starts with one whole JSON object member and its comma, either way round
     (`, "pages": 412` or `"pages": 412, `, blanks after it too), its length: a member the grammar
-    takes no more of (a key the schema does not have), deleted as one edit. None otherwise."""
+    has no place for (a key the schema does not have), deleted whole. None otherwise."""
     leading = text.lstrip().startswith(",")
     at = text.index(",") + 1 if leading else 0
     name = _MEMBER_NAME.match(text, at)

@@ -403,16 +403,16 @@ def search(
     )
     if best is None:
         return None
-    if prefer is None or not ties or ties[0] is not best[0]:
-        return _spaced(checker, best[0], rest)
-    committed = checker.text
-    texts: dict[str, Edit] = {}
-    for edit in ties:
-        after = rest[edit.skip :][:_SCORED]
-        texts.setdefault(committed[: len(committed) - edit.back] + edit.insert + after, edit)
-    if len(texts) == 1:
-        return _spaced(checker, best[0], rest)
-    return _spaced(checker, list(texts.values())[prefer(list(texts))], rest)
+    chosen = best[0]
+    if prefer is not None and ties and ties[0] is chosen:
+        committed = checker.text
+        texts: dict[str, Edit] = {}
+        for edit in ties:
+            after = rest[edit.skip :][:_SCORED]
+            texts.setdefault(committed[: len(committed) - edit.back] + edit.insert + after, edit)
+        if len(texts) > 1:
+            chosen = list(texts.values())[prefer(list(texts))]
+    return _spaced(checker, chosen, rest)
 
 
 def _spaced(checker: Checker, edit: Edit, rest: str) -> Edit:
