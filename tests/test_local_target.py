@@ -25,6 +25,7 @@ import torch
 
 from grammars.grammar import Grammar
 from local_target import DecodingPolicy, LocalTarget, Sampling
+from local_target import session as session_module
 from local_target.errors import TargetError
 from local_target.sampling import choose
 from local_target.session import common_prefix
@@ -339,12 +340,23 @@ def test_kv_invariant_after_corrections(target: Any, name: str) -> None:
         assert_same_logits(session)
 
 
+LIKELIEST = [
+    ['{"name": "Ann", "age": 31}', '{"name": "Ann", "age": 3!}', '{"name": "Ann"}}}'],
+    # More than the finalists (session._FINALISTS): the likeliest by the first token only are
+    # scored whole.
+    [f"2{op}(x + 4) + 1" for op in ("*", "+", "-", "/", "%", "^")],
+]
+
+
+@pytest.mark.parametrize("texts", LIKELIEST, ids=["three", "six"])
 @pytest.mark.parametrize("name", TARGET_IDS)
-def test_likeliest_scores_each_text_and_keeps_the_kv_invariant(target: Any, name: str) -> None:
-    """Each text's tokens after the shared ones, scored on the session's cache and cropped back:
-    the choice equals scoring each text from scratch, and the cache still matches its ids."""
+def test_likeliest_scores_each_text_and_keeps_the_kv_invariant(
+    target: Any, name: str, texts: list[str]
+) -> None:
+    """Each finalist's tokens after the shared ones, scored on the session's cache and cropped
+    back: the choice equals scoring each text from scratch, and the cache still matches its
+    ids."""
     made = target(name)
-    texts = ['{"name": "Ann", "age": 31}', '{"name": "Ann", "age": 3!}', '{"name": "Ann"}}}']
     session = made.session("Likeliest:")
     session.move_to(session.ids[: session.prompt_len] + made.vocab.encode('{"other": 1'))
     chosen = session.likeliest(texts)
@@ -352,16 +364,17 @@ def test_likeliest_scores_each_text_and_keeps_the_kv_invariant(target: Any, name
     prompt = session.ids[: session.prompt_len]
     encoded = [made.vocab.encode(t) for t in texts]
     shared = min(common_prefix(encoded[0], ids) for ids in encoded)
-    scores = []
+    scores, firsts = [], []
     for ids in encoded:
         whole = prompt + ids
         with torch.inference_mode():
             logits = made.model(torch.tensor([whole], device=made.device)).logits[0]
         logp = logits.float().log_softmax(-1)
-        scores.append(
-            sum(float(logp[i - 1, whole[i]]) for i in range(len(prompt) + shared, len(whole)))
-        )
-    assert chosen == max(range(len(texts)), key=scores.__getitem__)
+        start = len(prompt) + shared
+        scores.append(sum(float(logp[i - 1, whole[i]]) for i in range(start, len(whole))))
+        firsts.append(float(logp[start - 1, whole[start]]))
+    finalists = sorted(range(len(texts)), key=lambda i: -firsts[i])[: session_module._FINALISTS]
+    assert chosen == max(finalists, key=scores.__getitem__)
     assert session.likeliest(texts[:1]) == 0
 
 
