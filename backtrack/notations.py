@@ -131,6 +131,7 @@ def written(match: re.Match[str], meaning: Meaning) -> str:
     return match.expand(meaning) if isinstance(meaning, str) else meaning(match)
 
 
+_LITERALS = frozenset({"true", "false", "null"} | {slip for slip, _ in _SYNONYMS})
 _OPERATOR_SYNONYMS = frozenset((slip, meant) for slip, all in OPERATORS.items() for meant in all)
 
 
@@ -338,6 +339,8 @@ def bare_value(rest: str) -> tuple[int, str] | None:
     while n < len(rest) and (rest[n].isalnum() or rest[n] in BARE):
         n += 1
     after = rest[n:].lstrip(" ")[:1]
-    if not n or (after and after not in ",:}]\n"):
+    if not n or (after and after not in ",:}]>\n"):
         return None  # a word of prose (a comment's), not a value or a key
+    if rest[:n].lower() in _LITERALS:
+        return None  # a literal, maybe another language's (`True`, `None`), not a string
     return n, f'"{rest[:n]}"'

@@ -334,6 +334,7 @@ def _candidates(
                 fits = taken - len(insert)
                 removed = deleted + rest[:skip]
                 tag_edit = only is not None and moves_end_tag(removed, insert)
+                quoted = only is not None and insert == f'"{removed}"'
                 if only is not None and is_comment(removed, tail):
                     cost = 0 if insert else 1  # written in the grammar's notation, or deleted
                 elif only is not None and decoded(removed) == (len(removed), insert):
@@ -344,8 +345,8 @@ def _candidates(
                     cost = 1  # an end tag written twice, left out or swapped
                 elif only is not None and not insert and json_member(removed) == len(removed):
                     cost = 2  # a JSON object's member deleted whole: a name and its value
-                elif only is not None and deleted and insert == f'"{removed}"':
-                    cost = 1  # a value the grammar took the start of (a number), quoted
+                elif quoted:
+                    cost = 1  # a bare value quoted (`10.0.0.2` too, taken for a number)
                 else:
                     word_swap = only is not None and insert[:1].isalpha()
                     # A quote deleted or added right before a word makes it a name or text.
@@ -362,8 +363,9 @@ def _candidates(
                 loose = edit_distance(removed.lower(), insert.lower())
                 # The end tag the grammar allows, left out, is not made up: of one inserted and
                 # the draft's own deleted, both fitting as far as the draft has come, the first
-                # closes what the API opened, the second leaves it open past where it ended.
-                invented = 0 if tag_edit else len(insert) - common(removed, insert)
+                # closes what the API opened, the second leaves it open past where it ended. Nor
+                # are quotes around the API's own value (`aria-label="nav"`, not `aria-label-nav`).
+                invented = 0 if tag_edit or quoted else len(insert) - common(removed, insert)
                 unlike = 0 if tag_edit else unlike_classes(removed, insert)
                 edit = Edit(back, skip, insert, deleted, rest[:skip], fits, cost)
                 rank = (unlike, -(skip + fits), invented, loose, back)

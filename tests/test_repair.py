@@ -253,6 +253,8 @@ def test_smollm2_breaks_a_tie_as_the_api_meant(target: Any) -> None:
             '<div class="a" style="margin-top: 4px; color: red;">x</div>\n',
         ),
         ("html", '<label htmlFor="n">Name</label>\n', '<label for="n">Name</label>\n'),
+        # An attribute's value without quotes: quoted, not joined to the name (`aria-label-nav`).
+        ("html", "<nav aria-label=nav>x</nav>\n", '<nav aria-label="nav">x</nav>\n'),
     ],
 )
 def test_notations_of_other_formats(grammar: str, draft: str, expected: str) -> None:
