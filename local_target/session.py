@@ -58,9 +58,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+_FINALISTS = 3  # texts likeliest() scores whole, out of those likeliest by their first token
+
 # A hint is tokenized with this many characters of the text before it, so that the text's last
 # tokens, as n-grams, find their place in it.
-_FINALISTS = 3  # texts likeliest() scores whole, out of those likeliest by their first token
 _HINT_OVERLAP = 16
 _HINT_CHARS = 2000  # and at most this much of it
 
