@@ -59,6 +59,8 @@ _WORDS = re.compile(r"\w+")
 
 # Literals of other languages and the JSON/SQL ones they mean: as close as a one-letter slip.
 _SYNONYMS = frozenset({("none", "null"), ("nil", "null"), ("undefined", "null"), ("nan", "null")})
+# Literal words, of JSON and of other languages: not a bare string value to quote.
+_LITERALS = frozenset({"true", "false", "null"} | {slip for slip, _ in _SYNONYMS})
 
 
 # Operators of other languages and notations, and what they mean in the common ones: a candidate
@@ -131,7 +133,6 @@ def written(match: re.Match[str], meaning: Meaning) -> str:
     return match.expand(meaning) if isinstance(meaning, str) else meaning(match)
 
 
-_LITERALS = frozenset({"true", "false", "null"} | {slip for slip, _ in _SYNONYMS})
 _OPERATOR_SYNONYMS = frozenset((slip, meant) for slip, all in OPERATORS.items() for meant in all)
 
 
@@ -237,8 +238,7 @@ def json_member(text: str) -> int | None:
     after = text[end:].lstrip()
     if not after.startswith(","):
         return None
-    comma = len(text) - len(after)
-    return comma + 1 + len(text[comma + 1 :]) - len(text[comma + 1 :].lstrip(" "))
+    return len(text) - len(after[1:].lstrip(" "))  # the comma and the blanks after it
 
 
 # Comment openings of common notations, and what closes each (a line comment: the line's end).
