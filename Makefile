@@ -1,4 +1,4 @@
-.PHONY: setup demo test lint bench
+.PHONY: setup demo test lint bench test-latest lock
 
 setup:
 	@bash scripts/setup.sh
@@ -17,3 +17,11 @@ test: lint
 
 bench: setup
 	.venv/bin/python -m benchmarks
+
+# Drift check: the newest versions pyproject.toml allows, in .venv-latest, and the model tests there.
+test-latest:
+	bash scripts/test_latest.sh
+
+# Re-resolve requirements.lock from pyproject.toml (a deliberate commit, after test-latest passes).
+lock:
+	bash scripts/lock.sh

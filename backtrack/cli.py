@@ -18,8 +18,10 @@ gives up after `--timeout` seconds (60 by default) without an answer.
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import os
+import re
 import sys
 import textwrap
 from collections.abc import Callable
@@ -50,6 +52,12 @@ DEMO_SCHEMA = {
     "required": ["name", "color", "age"],
     "additionalProperties": False,
 }
+GRAMMAR_HELP = (
+    "shipped name, .lark file, JSON schema .json file, or module:name (a guidance grammar,"
+    " pydantic model or schema dict defined in Python)"
+)
+# `--grammar module:name`: a grammar object defined in Python (a module's dotted path, a name).
+_PYTHON_OBJECT = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 # Where each provider's SDK looks for its key (the SDK reads it; we only check it is there).
 KEY_VARIABLES = {
     "openai": ("OPENAI_API_KEY",),
@@ -61,11 +69,16 @@ KEY_VARIABLES = {
 
 
 def _grammar(spec: str) -> Grammar:
-    """A shipped name, a .lark file, or a JSON schema file (.json). Errors in a file name it."""
+    """A shipped name, a .lark file (guidance's serialized grammars are such text), a JSON schema
+    file (.json), or `module:name`, a Python object the module defines: a guidance grammar
+    (`select([...])`, `guidance.json(...)`), a pydantic model, a schema dict or a Grammar. Errors
+    in a file name it."""
     path = Path(spec)
     if not path.is_file():
         if path.suffix in (".lark", ".json"):
             raise CommandError(f"grammar file not found: {spec}")
+        if _PYTHON_OBJECT.fullmatch(spec):
+            return Grammar.coerce(_python_object(spec))
         return Grammar.load(spec)
     try:
         if path.suffix == ".json":
@@ -74,6 +87,23 @@ def _grammar(spec: str) -> Grammar:
     except GrammarError as exc:
         where = f"{spec}:{exc.line}:{exc.column}" if exc.line is not None else spec
         raise GrammarError(f"{where}: {exc.message}") from exc
+
+
+def _python_object(spec: str) -> Any:
+    """The object `module:name` names (`name` may be dotted); the working directory is searched
+    first, as `python -m` searches it."""
+    module_name, _, attribute = spec.partition(":")
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+    try:
+        found: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CommandError(f"grammar {spec}: cannot import {module_name}: {exc}") from exc
+    for part in attribute.split("."):
+        if not hasattr(found, part):
+            raise CommandError(f"grammar {spec}: {module_name} has no {attribute}")
+        found = getattr(found, part)
+    return found
 
 
 def _read(source: str) -> str:
@@ -398,8 +428,7 @@ def _run_parser(sub: Any) -> None:
         "-g",
         "--grammar",
         default="json",
-        help="shipped name, .lark file or JSON schema .json "
-        "file (default: json; `backtrack grammars` lists the shipped ones)",
+        help=f"{GRAMMAR_HELP} (default: json; `backtrack grammars` lists the shipped ones)",
     )
     r.add_argument(
         "-p", "--provider", default="local", help="local, openai:MODEL or anthropic:MODEL"
@@ -439,9 +468,7 @@ def _demo_parser(sub: Any) -> None:
         metavar="TEXT",
         help="the prompt (default: %(default)r)",
     )
-    d.add_argument(
-        "-g", "--grammar", help="shipped name, .lark file or JSON schema file (default: a cat)"
-    )
+    d.add_argument("-g", "--grammar", help=f"{GRAMMAR_HELP} (default: a JSON schema of a cat)")
     _add_run_options(d)
     d.set_defaults(
         run=demo,
@@ -561,7 +588,7 @@ def parser() -> argparse.ArgumentParser:
         "2 error.",
         formatter_class=FORMATTER,
     )
-    c.add_argument("grammar", help="shipped name, .lark file or JSON schema file")
+    c.add_argument("grammar", help=GRAMMAR_HELP)
     c.add_argument("file", help="the text to check ('-' for stdin)")
     c.set_defaults(run=check)
     g = sub.add_parser("grammars", help="list the shipped grammars")

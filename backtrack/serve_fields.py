@@ -150,7 +150,11 @@ def _text(value: Any, field: str) -> str:
 
 
 def _choice(value: Any, field: str) -> str:
-    """Lark text whose sentences are exactly the strings of `value`."""
+    """The grammar whose sentences are exactly the strings of `value`: guidance's `select`,
+    serialized (llguidance's Lark dialect, which `Grammar.coerce` reads as Lark text)."""
     if not (isinstance(value, list) and value and all(isinstance(v, str) and v for v in value)):
         raise RequestError(f"`{field}` must be a list of non-empty strings", param=field)
-    return "start: " + " | ".join(json.dumps(v, ensure_ascii=False) for v in value)
+    from guidance import select  # 2 s to import: only when a request asks for a choice
+
+    text: str = select(value).ll_grammar()
+    return text

@@ -24,6 +24,7 @@ import torch
 from local_target.decoding import DEFAULT_POLICY, DecodingPolicy
 from local_target.errors import TargetError
 from local_target.head import Next, OutputHead, Pass
+from local_target.kv_cache import CacheApi
 from local_target.loading import converted_smollm2, load_pretrained, pick_device
 from local_target.sampling import Sampling
 from local_target.session import Correction, TargetSession, Until, common_prefix
@@ -68,6 +69,7 @@ class LocalTarget:
         n_logits = int(model.get_output_embeddings().weight.shape[0])
         self.vocab = Vocabulary(tokenizer, n_logits)
         self.head = OutputHead.of(model, [self.vocab.eos, self.vocab.eos])
+        self.cache_api = CacheApi.of(model)
         self.context_length = _context_length(model, tokenizer)
         self._lock = threading.RLock()
         # Replaced whole, never changed in place: an exception at any point leaves the old pair
@@ -124,21 +126,18 @@ class LocalTarget:
             )
 
     def new_cache(self) -> Any:
-        from transformers import DynamicCache
-
-        return DynamicCache(config=self.model.config)
+        return self.cache_api.new()
 
     def forward(self, ids: list[int], cache: Any, rows: int = 1) -> list[Next]:
         """Feed `ids` after what `cache` holds; the model's output at each of the last `rows`
         positions (the logits are computed when asked, local_target.head)."""
         input_ids = torch.tensor([ids], device=self.device)
+        cache_args = self.cache_api.args(cache)
         with self._lock, torch.inference_mode():
             if self.head is None:
-                out = self.model(
-                    input_ids=input_ids, past_key_values=cache, use_cache=True, logits_to_keep=rows
-                )
+                out = self.model(input_ids=input_ids, logits_to_keep=rows, **cache_args)
                 return Pass.of_logits(out.logits[0]).rows()
-            body = self.model.base_model(input_ids=input_ids, past_key_values=cache, use_cache=True)
+            body = self.model.base_model(input_ids=input_ids, **cache_args)
         return Pass(body.last_hidden_state[0, -rows:], self.head).rows()
 
     def cache_for(self, ids: list[int]) -> tuple[Any, Next]:

@@ -11,6 +11,7 @@ import html
 import io
 import json
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -103,6 +104,49 @@ def test_check(tmp_path: Path, capsys: pytest.CaptureFixture[str], content, code
     if code and "invalid" in needle:
         assert '{"a": 1,}\n        ^' in out
         assert "expected: " in out
+
+
+YES_NO = 'from guidance import select\nG = select(["yes", "no"])'
+
+
+@pytest.mark.parametrize(
+    ("definition", "content", "code"),
+    [
+        pytest.param(
+            'from guidance import select\nG = select(["yes", "no"])', "no", 0, id="select"
+        ),
+        pytest.param('from guidance import select\nG = select(["yes", "no"])', "nope", 1, id="not"),
+        pytest.param(
+            'import guidance\nG = guidance.json(schema={"type": "array"})', "[1, 2]", 0, id="json"
+        ),
+        pytest.param('from guidance import gen\nG = "#" + gen(regex="[0-9]+")', "#12", 0, id="gen"),
+        pytest.param("import pydantic\nclass G(pydantic.BaseModel):\n  n: int", '{"n": 1}', 0),
+    ],
+)
+def test_check_with_a_grammar_object_defined_in_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli: Run, definition, content, code
+):
+    (tmp_path / "my_grammars.py").write_text(definition, encoding="utf-8")
+    (tmp_path / "text").write_text(content, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", ".")])
+    monkeypatch.delitem(sys.modules, "my_grammars", raising=False)
+    assert run_cli("check", "my_grammars:G", "text")[0] == code
+
+
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [
+        pytest.param("no_such_module:G", "grammar no_such_module:G: cannot import", id="module"),
+        pytest.param("json:G", "grammar json:G: json has no G", id="name"),
+        pytest.param("json:dumps", "cannot make a grammar from function", id="not-grammar"),
+    ],
+)
+def test_a_python_grammar_that_is_not_there_is_one_error_line(
+    tmp_path: Path, run_cli: Run, spec: str, needle: str
+):
+    code, _, err = run_cli("check", spec, str(tmp_path / "x"))
+    assert code == 2 and needle in err and err.count("\n") == 1
 
 
 def test_errors_are_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]):

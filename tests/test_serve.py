@@ -176,6 +176,36 @@ def test_lark_grammar_through_extra_body(serve: Serve, openai_server: Any):
     assert "grammar" not in upstream and upstream["seed"] == 7  # the rest goes upstream
 
 
+@pytest.mark.parametrize(
+    ("choices", "draft", "kept"),
+    [
+        pytest.param(["positive", "negative", "neutral"], "neutral", "neutral", id="word"),
+        pytest.param(['say "hi"', "say bye"], 'say "hi"', 'say "hi"', id="quoted"),
+        pytest.param(["yes", "no"], "no.", "no", id="trailing"),
+    ],
+)
+def test_guided_choice_is_exactly_one_of_the_choices(
+    serve: Serve, openai_server: Any, choices: list[str], draft: str, kept: str
+):
+    openai_server.script(text(draft))
+    reply = oai(serve()).chat.completions.create(
+        model="m", messages=MESSAGES, extra_body={"guided_choice": choices}
+    )
+    assert reply.choices[0].message.content == kept
+    assert "guided_choice" not in openai_server.bodies[0]
+
+
+def test_a_serialized_guidance_grammar_in_the_grammar_field(serve: Serve, openai_server: Any):
+    import guidance
+
+    openai_server.script(text(SLIP))
+    serialized = guidance.json(schema=SCHEMA).ll_grammar()  # what a guidance user can send
+    reply = oai(serve()).chat.completions.create(
+        model="m", messages=MESSAGES, extra_body={"grammar": serialized}
+    )
+    assert reply.choices[0].message.content == MENDED
+
+
 def test_vllm_guided_json_on_completions(serve: Serve, openai_server: Any):
     client = oai(serve())
     openai_server.script(text(SLIP))
