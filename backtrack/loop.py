@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from backtrack.answer_start import AnswerStart, preamble, prose, states_value
@@ -62,6 +62,11 @@ REPAIR_LIMITS = RepairLimits()
 # At most this many repairs within this many characters of a draft (see GuideLoop._may_repair).
 _CROWDED_REPAIRS = 3
 _CROWDED_WITHIN = 16
+# Text after a complete point that reads as commentary is still more document when a repair at
+# the cut lets everything read after it parse, and at least this much of it (a CSV row or a TOML
+# line goes on; ` = 10` after an expression, five characters, does not).
+_READS_ON = 16
+_READ_ON_LIMITS = replace(REPAIR_LIMITS, min_fit=_READS_ON)
 # Stop reasons of a run whose text is complete, checked once more by the grammar's own test.
 _COMPLETE = ("complete", "target_completed", "trailing_dropped")
 # At most this many cuts per run at a value that only a JSON schema's validator refuses (a keyword
@@ -351,9 +356,9 @@ class GuideLoop:
             draft.accepted += self.checker.chars - start
         if taken < len(chunk):
             rest = chunk[taken:]
-            # Blanks alone do not tell commentary from a slip: the repair's window will.
-            trailing = self.checker.complete and bool(rest.strip()) and self._is_trailing(rest)
-            if self._may_repair(draft) and not trailing:
+            # Text that only looks like commentary (a word after a blank, a new line) is read on
+            # for a repair's window: what fits after the best repair tells (`_repair`).
+            if self._may_repair(draft) and not self._answer_ended(rest):
                 draft.pending = [rest]
                 draft.pending_chars = len(rest)
                 return self._repair_when_read(draft)
@@ -385,17 +390,23 @@ class GuideLoop:
         resynchronises, end the draft at the cut for a correction (False)."""
         rest = "".join(draft.pending or ())
         draft.pending = None
-        window = self.options.repair_window
+        window = rest[: self.options.repair_window]
         edit = None
-        if not (self.checker.complete and self._is_trailing(rest)):
+        # A complete text with what reads as commentary after it: more document only where one
+        # edit lets everything read after it parse, and a good stretch of it.
+        looks_trailing = self.checker.complete and self._is_trailing(rest)
+        if not self._answer_ended(rest):
             edit = search(
                 self.checker,
-                rest[:window],
-                final=final and len(rest) <= window,
+                window,
+                final=final and len(rest) <= len(window),
                 floor=self._final,
-                limits=REPAIR_LIMITS,
+                limits=_READ_ON_LIMITS if looks_trailing else REPAIR_LIMITS,
                 prefer=self.prefer,
+                alone=looks_trailing,
             )
+        if looks_trailing and edit and not self._reads_on(edit, window):
+            edit = None
         if edit is None:
             draft.cut = True
             draft.rest.append(rest)
@@ -625,6 +636,23 @@ class GuideLoop:
             return
         self._log.retract(len(text) - kept, shown=False)
         self._span(text[kept:], "dropped")
+
+    @staticmethod
+    def _reads_on(edit: Edit, window: str) -> bool:
+        """Whether, after `edit`, what looked like commentary after a complete text is more
+        document: everything read after the edit parses, a good stretch of it, and its first line
+        is no sentence (which CSV, say, would take as a record)."""
+        after = window[edit.skip :]
+        line = next((ln for ln in after.splitlines() if ln.strip()), "")
+        sentence = prose(line) and len(line.split()) >= 3
+        return edit.fits >= _READS_ON and edit.fits == len(after) and not sentence
+
+    def _answer_ended(self, rest: str) -> bool:
+        """At a complete point, the grammar takes nothing more but blanks, and `rest` is more
+        than blanks: no repair can make it document."""
+        if not (self.checker.complete and rest.strip()):
+            return False
+        return self.checker.stopped or self.checker.next_bytes() <= _BLANKS_OR_END
 
     def _is_trailing(self, rest: str) -> bool:
         """At a complete point, is the rejected rest commentary rather than a slip? It is when the

@@ -385,12 +385,14 @@ def search(
     floor: int,
     limits: RepairLimits,
     prefer: Prefer | None = None,
+    alone: bool = False,
 ) -> Edit | None:
     """The cheapest edit at `checker`'s cut after which the draft's `rest` (all of the reply's
     rest when `final`) fits again, backing off no further than character `floor`; None when no
-    edit resynchronises. Edits that tie (`2(x` as `2*(x` or `2%(x`) go to `prefer`, given each
-    one's text with the next `_SCORED` characters of the draft after it. The checker is left
-    where it was."""
+    edit resynchronises. `alone`: only an edit after which `limits.min_fit` characters fit at
+    once, not the first of a path of edits. Edits that tie (`2(x` as `2*(x` or `2%(x`) go to
+    `prefer`, given each one's text with the next `_SCORED` characters of the draft after it.
+    The checker is left where it was."""
     budget = [_SEARCHES]
     ties: list[Edit] = []
     best = _best(
@@ -401,6 +403,7 @@ def search(
         limits=limits,
         need=limits.min_fit,
         budget=budget,
+        depth=_MAX_DEPTH if alone else 0,  # at the deepest, no path is looked through
         ties=ties if prefer is not None else None,
     )
     if best is None:

@@ -21,6 +21,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -459,16 +460,20 @@ def test_trailing_prose_is_dropped_not_corrected(
     grammar = Grammar.load(gname)
     api = ScriptedAPI(kept, drafts=[draft], chunk=3)
     result = run(api, grammar, ScriptedTarget(), stream=stream)
-    # Streamed, the API is stopped at the chunk that goes past the answer: only that is read.
+    # Streamed, the API is stopped at the chunk that goes past a JSON value, after which the
+    # grammar takes only blanks. SQL may go on (another statement): a repair's window of the rest
+    # (here all of it) is read first, to tell more document from commentary.
     after = draft[len(kept) :]
     valid = len(kept) + len(after) - len(after.lstrip())  # where the draft was cut
-    read = (valid // 3 + 1) * 3 if stream else len(draft)
+    read = (valid // 3 + 1) * 3 if stream and gname == "json" else len(draft)
     assert spans(result) == [(0, "draft", kept), (0, "dropped", draft[len(kept) : read])]
     assert (result.text, result.valid, result.stop_reason) == (kept, True, "trailing_dropped")
     assert (result.api_calls, result.corrections) == (1, 0)
     assert result.trace.rounds[-1].ended == "trailing"
-    if stream:
+    if stream and gname == "json":
         assert api.closed == [True] and api.yielded == [valid // 3 + 1]
+    elif stream:
+        assert api.closed == [False]  # the draft is shorter than a repair's window
 
 
 @pytest.mark.parametrize("chunk", [0, 1, 3])
@@ -492,6 +497,36 @@ def test_an_expressions_value_after_it_is_dropped_not_edited(
     # Streamed, the API is stopped once the rest is known to be commentary: what was read.
     assert (origin, shown, dropped_origin) == ("draft", kept, "dropped")
     assert dropped and draft[len(kept) :].startswith(dropped)
+
+
+TOML = Path(__file__).parents[1] / "benchmarks" / "grammars" / "toml.lark"
+# A slip right after a complete line, where the text could end: one edit lets the rest of the
+# document parse, so it is read on, not dropped as trailing commentary.
+READ_ON = {
+    "csv": (
+        'id,name,city\n1,Ann,Oslo\n2,"Bob" Jr,Bergen\n3,Cy,Tromso\n4,Di,Bodo\n',
+        '2,"Bob" Jr,Bergen',
+    ),
+    "toml": (
+        'title = "Config"\ncreated = 2024-03-18T09:30:00 UTC\n[server]\nhost = "example.org"\n'
+        'port = 8080\n[owner]\nname = "Ann"\ndebug = false\n',
+        "created = 2024-03-18T09:30:00 UTC",
+    ),
+}
+
+
+@pytest.mark.parametrize("chunk", [0, 1, 3])
+@pytest.mark.parametrize("gname", list(READ_ON))
+def test_a_slip_after_a_complete_line_keeps_the_rest_of_the_document(gname: str, chunk: int):
+    draft, slipped = READ_ON[gname]
+    grammar = Grammar.from_file(TOML) if gname == "toml" else Grammar.load(gname)
+    api = ScriptedAPI("", drafts=[draft], chunk=chunk)
+    result = run(api, grammar, ScriptedTarget(), stream=chunk > 0)
+    assert (result.valid, result.stop_reason, result.api_calls) == (True, "complete", 1)
+    assert result.corrections == 0 and result.repairs == 1
+    lines, kept = draft.splitlines(), result.text.splitlines()
+    assert len(kept) == len(lines)  # every line is there, all but the slipped one as written
+    assert [a == b for a, b in zip(lines, kept, strict=True)] == [ln != slipped for ln in lines]
 
 
 @pytest.mark.parametrize("chunk", [0, 1, 3])
