@@ -10,7 +10,9 @@ from __future__ import annotations
 import html
 import io
 import json
+import re
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -660,6 +662,20 @@ def test_demo(run_cli: Run, default_target: Any, tmp_path: Path):
     assert draft.startswith("--- unconstrained draft (first round) ---\n")
     assert rest.strip() and page.is_file()
     assert err.splitlines()[-2].startswith(f"valid: {code == 0}  stop: ")
+
+
+@pytest.mark.e2e
+def test_the_demo_prints_no_third_party_warning(tmp_path: Path):
+    """Run as a user runs it (a process of its own, Python's default warning filters): stderr
+    holds the demo's own lines only, no warning or log line of a library."""
+    page = tmp_path / "demo.html"
+    argv = ["-m", "backtrack", "demo", "--max-draft-tokens", "48", "--html", str(page)]
+    done = subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=300)
+    assert done.returncode in (0, 1), done.stderr
+    lines = [ln for ln in re.split(r"[\r\n]+", done.stderr) if ln.strip()]
+    ours = ("loading the target model", "guided generation", "draft ", "valid: ", "HTML trace")
+    assert [ln for ln in lines if not ln.startswith(ours)] == []
+    assert not re.search(r"Warning|warn|deprecat", done.stderr, re.IGNORECASE)
 
 
 @pytest.mark.e2e
