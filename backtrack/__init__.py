@@ -11,8 +11,8 @@ correcting model), and re-exports their public names; none of them imports it.
 from backtrack.guide import DrafterLike, aguide, guide
 from backtrack.local_drafter import LocalDrafter
 from backtrack.options import GuideOptions
-from backtrack.result import GuideResult
-from backtrack.trace import Round, Span, Trace
+from backtrack.result import GuideResult, TextLostError
+from backtrack.trace import Drop, Round, Span, Trace
 from backtrack.wrap import wrap
 from grammars import (
     BacktrackError,
@@ -32,6 +32,7 @@ __all__ = [
     "BacktrackError",
     "Checker",
     "DrafterLike",
+    "Drop",
     "Grammar",
     "GrammarError",
     "GrammarLike",
@@ -47,6 +48,7 @@ __all__ = [
     "Span",
     "TargetError",
     "TextError",
+    "TextLostError",
     "Trace",
     "aguide",
     "guide",

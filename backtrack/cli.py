@@ -34,7 +34,7 @@ from backtrack.cli_output import report, report_failure
 from backtrack.guide import guide
 from backtrack.options import GuideOptions
 from backtrack.progress import Progress
-from backtrack.result import GuideResult
+from backtrack.result import GuideResult, TextLostError
 from backtrack.serve import ServeLimits
 from grammars import BacktrackError, Grammar, GrammarError, shipped
 from local_target import Sampling
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
                 target=target,
                 options=options,
             )
-    except ProviderError as exc:
+    except (ProviderError, TextLostError) as exc:
         if isinstance(exc.partial, GuideResult):
             report_failure(args, exc, exc.partial, progress)
         raise
@@ -339,6 +339,7 @@ OPTION_FLAGS: dict[str, tuple[int, str]] = {
     "max_attempts": (1, "attempts per draft request, retries included"),
     "repair_window": (0, "characters read past a cut to find an edit (0: no repairs)"),
     "max_repairs": (0, "edits per run, each read on from the same stream"),
+    "max_lost_chars": (0, "more of the API's answer text left out than this is an error"),
 }
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from backtrack.cli_errors import error_line
 from backtrack.progress import Progress
 from backtrack.result import GuideResult
-from providers.errors import ProviderError
+from grammars import BacktrackError
 
 # -- output ----------------------------------------------------------------------------------------
 
@@ -22,8 +22,9 @@ def summary(result: GuideResult) -> str:
         f"valid: {result.valid}  stop: {result.stop_reason}  API calls: {result.api_calls}  "
         f"corrections: {result.corrections}  repairs: {result.repairs}  "
         "characters accepted/rejected: "
-        f"{result.accepted_chars}/{result.rejected_chars}  local tokens: {result.local_tokens}  "
-        f"time: {result.seconds:.1f} s"
+        f"{result.accepted_chars}/{result.rejected_chars}  kept: {result.kept:.0%}"
+        f"{f' ({result.lost_chars} lost)' if result.lost_chars else ''}  "
+        f"local tokens: {result.local_tokens}  time: {result.seconds:.1f} s"
     )
 
 
@@ -41,6 +42,9 @@ def as_json(result: GuideResult) -> dict[str, Any]:
         "repairs": result.repairs,
         "accepted_chars": result.accepted_chars,
         "rejected_chars": result.rejected_chars,
+        "kept": round(result.kept, 4),
+        "lost_chars": result.lost_chars,
+        "drops": [dataclasses.asdict(d) for d in result.drops],
         "local_tokens": result.local_tokens,
         "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
         "seconds": round(result.seconds, 3),
@@ -73,7 +77,7 @@ def report(args: argparse.Namespace, result: GuideResult, progress: Progress) ->
 
 
 def report_failure(
-    args: argparse.Namespace, exc: ProviderError, partial: GuideResult, progress: Progress
+    args: argparse.Namespace, exc: BacktrackError, partial: GuideResult, progress: Progress
 ) -> None:
     """What was done before the failure is not lost: --json prints it with the error, --html
     writes its trace. The error text is redacted (keys masked) like the error line."""

@@ -30,7 +30,7 @@ from typing import TypeAlias
 from backtrack.local_drafter import SessionDrafter
 from backtrack.loop import GuideLoop, TargetCall
 from backtrack.options import GuideOptions
-from backtrack.result import GuideResult
+from backtrack.result import GuideResult, TextLostError
 from grammars import Grammar, GrammarLike, TextError
 from local_target import Correction, LocalTarget, TargetSession
 from local_target.errors import TargetError
@@ -206,7 +206,11 @@ class Run:
                 raise TypeError(f"a Correct effect needs a Correction back, got {correction!r}")
             loop.apply_correction(correction)
             self._pass_on(loop.final_chars())
-        return loop.result()
+        result = loop.result()
+        limit = self.options.max_lost_chars
+        if limit is not None and result.lost_chars > limit:
+            raise TextLostError(result, limit)
+        return result
 
     def _draft_round(self) -> Generator[Effect, Outcome, None]:
         """One draft round, retried as a whole from the committed text while the policy says so."""

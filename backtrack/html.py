@@ -18,7 +18,7 @@ import html
 from collections.abc import Callable
 from dataclasses import replace
 
-from backtrack.trace import Repair, Round, Span, Trace
+from backtrack.trace import Drop, Repair, Round, Span, Trace
 
 _STYLE = """
 .bt{font:14px/1.5 system-ui,sans-serif;color:#222;max-width:72em;margin:1.5em}
@@ -196,6 +196,25 @@ def _row(r: Round) -> str:
     return "<tr>" + "".join(f'<td class="{c}">{v}</td>' for v, c in cells) + "</tr>"
 
 
+_BAD = ' class="bad"'
+_DROP_SHOWN = 400  # characters of a dropped text shown; the rest is counted
+
+
+def _drops(drops: tuple[Drop, ...]) -> str:
+    """What of the API's text was left out, each with its reason and where it stood."""
+    if not drops:
+        return ""
+    items = []
+    for d in drops:
+        more = len(d.text) - _DROP_SHOWN
+        shown = _bdi(d.text[:_DROP_SHOWN]) + (f" … (+{more} characters)" if more > 0 else "")
+        items.append(
+            f"<li><b>{_e(d.reason)}</b>, {len(d.text)} characters at output character {d.at}"
+            f' (round {d.round}): <code class="dropped">{shown}</code></li>'
+        )
+    return f"<h2>Left out</h2><ul>{''.join(items)}</ul>"
+
+
 _HEADER = (
     "round",
     "kind",
@@ -226,6 +245,8 @@ def render(trace: Trace, *, valid: bool, stop_reason: str, seconds: float) -> st
         f"corrections: <b>{trace.corrections}</b>",
         f"repairs: <b>{trace.repairs}</b>",
         f"characters accepted / rejected: <b>{trace.accepted_chars} / {trace.rejected_chars}</b>",
+        f"API answer text kept: <b{_BAD if trace.lost_chars else ''}>{trace.kept:.0%}</b>"
+        f" ({trace.lost_chars} characters lost)",
         f"local tokens: <b>{trace.local_tokens}</b>",
         f"time: <b>{seconds:.2f} s</b>",
     ]
@@ -241,6 +262,7 @@ def render(trace: Trace, *, valid: bool, stop_reason: str, seconds: float) -> st
         f"<title>backtrack trace</title><style>{_STYLE}</style></head><body>"
         '<div class="bt"><h1>backtrack trace</h1>'
         f'<div class="summary">{"".join(f"<span>{f}</span>" for f in facts)}</div>'
+        f"{_drops(trace.drops)}"
         # A parser drops a newline right after <pre>: this one, not the prompt's own first.
         f'<h2>Prompt</h2><pre class="prompt">\n{_text(trace.prompt)}</pre>'
         f'<h2>Output</h2><p class="legend">{legend}</p>'

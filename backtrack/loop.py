@@ -18,6 +18,7 @@ starts with them (what a streaming consumer may pass on at once).
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
@@ -29,6 +30,8 @@ from backtrack.repair import Edit, Prefer, RepairLimits, search
 from backtrack.result import GuideResult
 from backtrack.spans import SpanLog
 from backtrack.trace import (
+    Drop,
+    DropReason,
     Origin,
     Repair,
     Round,
@@ -63,10 +66,11 @@ REPAIR_LIMITS = RepairLimits()
 _CROWDED_REPAIRS = 3
 _CROWDED_WITHIN = 16
 # Text after a complete point that reads as commentary is still more document when a repair at
-# the cut lets everything read after it parse, and at least this much of it (a CSV row or a TOML
-# line goes on; ` = 10` after an expression, five characters, does not).
+# the cut lets everything read after it parse, and at least this much of it or on into another
+# line (a CSV row or a TOML line goes on; ` = 10` after an expression does not).
 _READS_ON = 16
 _READ_ON_LIMITS = replace(REPAIR_LIMITS, min_fit=_READS_ON)
+_ANOTHER_LINE = re.compile(r"[\r\n]\s*\S")
 # Stop reasons of a run whose text is complete, checked once more by the grammar's own test.
 _COMPLETE = ("complete", "target_completed", "trailing_dropped")
 # At most this many cuts per run at a value that only a JSON schema's validator refuses (a keyword
@@ -149,6 +153,7 @@ class GuideLoop:
         self._validator_only = any(r.checked for r in grammar.relaxed)
         self._validator_cuts = 0
         self._went_on = False  # a reply that stopped short was continued by the API
+        self._drops: list[Drop] = []
 
     @property
     def text(self) -> str:
@@ -156,6 +161,12 @@ class GuideLoop:
 
     def _span(self, text: str, origin: Origin) -> None:
         self._log.add(text, origin, len(self.rounds))
+
+    def _drop(self, text: str, reason: DropReason) -> None:
+        """Leave the API's `text` out, where the output now ends, for `reason`."""
+        if text:
+            self._span(text, "dropped")
+            self._drops.append(Drop(text, reason, len(self.rounds), self.checker.chars))
 
     @property
     def spans(self) -> tuple[Span, ...]:
@@ -286,7 +297,7 @@ class GuideLoop:
         """The request for a draft; called again for each retry of a round's failed attempt."""
         failed = self._draft  # an earlier attempt of this round: what it committed stays
         if failed is not None and failed.seeker is not None:
-            self._span(failed.seeker.text, "dropped")
+            self._drop(failed.seeker.text, "unread")
         # A failed attempt may have stopped at a cut, reading on for a repair: the retry asks for
         # the text from the committed end, so the cut and what was read after it are gone.
         self.checker.rollback(self.checker.chars)
@@ -443,7 +454,7 @@ class GuideLoop:
         )
 
     def _note_stripped(self, draft: _Draft, stripped: str) -> None:
-        self._span(stripped[draft.stripped :], "dropped")
+        self._drop(stripped[draft.stripped :], "repeat")
         if draft.fence is None and not draft.read:
             draft.fence = ClosingFence.after_stripped(stripped)
             if draft.fence is not None and draft.seeker is not None:
@@ -467,7 +478,7 @@ class GuideLoop:
             start = 0  # a slip early in the answer, for the repairs, not a preamble to drop
         while start and received[start : start + 1].isspace():
             start += 1  # the blanks between a preamble and its answer go with the preamble
-        self._span(received[:start], "dropped")
+        self._drop(received[:start], "preamble")
         if draft.fence is None:
             draft.fence = ClosingFence.after_preamble(received[:start])
         return self._receive(draft, received[start:]) if received[start:] else True
@@ -538,7 +549,7 @@ class GuideLoop:
         if trailing:
             ended = "trailing"
             self._drop_final_blanks()
-            self._span(rest, "dropped")
+            self._drop(rest, "trailing")
             self.stop_reason = "trailing_dropped"
         elif draft.cut:
             self._span(rest, "rejected")
@@ -552,7 +563,7 @@ class GuideLoop:
             self._next = "draft"
         else:
             self._next = "correct"
-        self._span(closing, "dropped")
+        self._drop(closing, "fence")
         logger.debug(
             "draft round %d ended %s (%s): %d characters accepted, %d rejected%s",
             len(self.rounds),
@@ -594,7 +605,7 @@ class GuideLoop:
         draft = self._draft
         started = draft.started if draft else time.perf_counter()
         if draft is not None and draft.seeker is not None:
-            self._span(draft.seeker.text, "dropped")
+            self._drop(draft.seeker.text, "unread")
         self.rounds.append(
             Round(
                 index=len(self.rounds),
@@ -635,17 +646,18 @@ class GuideLoop:
             self.checker.feed(text[kept:])
             return
         self._log.retract(len(text) - kept, shown=False)
-        self._span(text[kept:], "dropped")
+        self._drop(text[kept:], "trailing")
 
     @staticmethod
     def _reads_on(edit: Edit, window: str) -> bool:
         """Whether, after `edit`, what looked like commentary after a complete text is more
-        document: everything read after the edit parses, a good stretch of it, and its first line
-        is no sentence (which CSV, say, would take as a record)."""
+        document: everything read after the edit parses, a good stretch of it or on into another
+        line, and its first line is no sentence (which CSV, say, would take as a record)."""
         after = window[edit.skip :]
         line = next((ln for ln in after.splitlines() if ln.strip()), "")
         sentence = prose(line) and len(line.split()) >= 3
-        return edit.fits >= _READS_ON and edit.fits == len(after) and not sentence
+        stretch = edit.fits >= _READS_ON or _ANOTHER_LINE.search(after) is not None
+        return edit.fits == len(after) and stretch and not sentence
 
     def _answer_ended(self, rest: str) -> bool:
         """At a complete point, the grammar takes nothing more but blanks, and `rest` is more
@@ -785,7 +797,9 @@ class GuideLoop:
             valid=complete and self._meets_schema(),
             complete=complete,
             stop_reason=self.stop_reason or "error",
-            trace=Trace(_prompt_text(self.prompt), self.spans, tuple(self.rounds)),
+            trace=Trace(
+                _prompt_text(self.prompt), self.spans, tuple(self.rounds), tuple(self._drops)
+            ),
             seconds=time.perf_counter() - self._started,
             grammar=self.grammar,
         )

@@ -36,7 +36,10 @@ class GuideOptions:
     committed text). `repair_window`: at a cut, how much more of the draft is read to
     find an edit after which it fits again (backtrack.repair), read on from the same stream; 0
     turns repairs off (every cut is a correction and a new call). `max_repairs`: edits per run.
-    `sampling`: the local target's sampling (default: greedy); the API's own
+    `max_lost_chars`: when set, a run that leaves out more of the API's answer text than this
+    (`GuideResult.lost_chars`: trailing text dropped, text a repair skipped or took back, a cut
+    draft's rest never asked for again) raises TextLostError, carrying the result, instead of
+    returning it. `sampling`: the local target's sampling (default: greedy); the API's own
     temperature is the API call's business (wrap's create kwargs, a drafter's create_kwargs).
     """
 
@@ -51,6 +54,7 @@ class GuideOptions:
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     repair_window: int = 64
     max_repairs: int = 32
+    max_lost_chars: int | None = None
     sampling: Sampling = GREEDY
 
     def __post_init__(self) -> None:
@@ -70,6 +74,9 @@ class GuideOptions:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
+        lost = self.max_lost_chars
+        if lost is not None and (isinstance(lost, bool) or not isinstance(lost, int) or lost < 0):
+            raise ValueError(f"max_lost_chars must be None or a whole number >= 0, got {lost!r}")
         if not isinstance(self.sampling, Sampling):
             raise ValueError(f"sampling must be a Sampling, got {self.sampling!r}")
         if not isinstance(self.complete_on_budget, bool):

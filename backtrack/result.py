@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from backtrack.html import render
-from backtrack.trace import StopReason, Trace
-from grammars import Grammar
+from backtrack.trace import Drop, StopReason, Trace
+from grammars import BacktrackError, Grammar
 from providers.base import Usage
 
 
@@ -54,6 +54,21 @@ class GuideResult:
         return self.trace.local_tokens
 
     @property
+    def kept(self) -> float:
+        """The share of the API's answer text the output carries as written (Trace.kept)."""
+        return self.trace.kept
+
+    @property
+    def lost_chars(self) -> int:
+        """Characters of the API's answer text the output does not carry (Trace.lost_chars)."""
+        return self.trace.lost_chars
+
+    @property
+    def drops(self) -> tuple[Drop, ...]:
+        """The API's text left out, each with its reason (preamble, trailing, fence...)."""
+        return self.trace.drops
+
+    @property
     def reused_chars(self) -> int:
         return self.trace.reused_chars
 
@@ -81,3 +96,15 @@ class GuideResult:
 
     def _repr_html_(self) -> str:
         return self.to_html()
+
+
+class TextLostError(BacktrackError):
+    """A run left out more of the API's answer text than `GuideOptions.max_lost_chars` allows.
+    `partial` is the whole result (valid or not): its `drops` and trace say what was lost."""
+
+    def __init__(self, result: GuideResult, limit: int) -> None:
+        self.partial = result
+        super().__init__(
+            f"{result.lost_chars} non-blank characters of the API's answer text were left out, "
+            f"more than max_lost_chars={limit} ({result.kept:.0%} kept)"
+        )

@@ -7,6 +7,7 @@
 
     GrammarError            400 invalid_grammar      (line and column in the message)
     TextError               422 grammar_budget       (a draft passed the grammar's work budget)
+    TextLostError           422 text_lost            (past `backtrack.max_lost_chars`; partial)
     ProviderError           the upstream's own 4xx (429 with its Retry-After), else 502 (a 5xx,
                             a dropped or timed-out connection); the partial result rides along
     TargetError             500 target_error         (the local model failed; partial result)
@@ -19,6 +20,7 @@ Messages go through `providers.errors.redact`: no key is ever echoed.
 
 from __future__ import annotations
 
+from backtrack.result import TextLostError
 from grammars import BacktrackError, GrammarError, PartialResult, TextError
 from local_target.errors import TargetError
 from providers.errors import ProviderError, redact
@@ -76,6 +78,8 @@ def to_serve_error(exc: Exception) -> ServeError:
         return ServeError(400, f"invalid grammar: {exc}", code="invalid_grammar")
     if isinstance(exc, TextError):
         return ServeError(422, str(exc), code="grammar_budget", partial=exc.partial)
+    if isinstance(exc, TextLostError):
+        return ServeError(422, str(exc), code="text_lost", partial=exc.partial)
     if isinstance(exc, ProviderError):
         return _upstream(exc)
     if isinstance(exc, TargetError):

@@ -43,6 +43,9 @@ def summary(result: GuideResult, *, html: bool = False) -> dict[str, Any]:
         "edits": result.repairs,
         "accepted_chars": result.accepted_chars,
         "rejected_chars": result.rejected_chars,
+        "kept": round(result.kept, 4),
+        "lost_chars": result.lost_chars,
+        "drops": [{"text": d.text, "reason": d.reason, "at": d.at} for d in result.drops],
         "local_tokens": result.local_tokens,
         "seconds": round(result.seconds, 4),
     }

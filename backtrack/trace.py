@@ -29,6 +29,16 @@ OUTPUT_ORIGINS: frozenset[str] = frozenset(
 )
 TARGET_ORIGINS: frozenset[str] = frozenset({"correction", "healed", "forced"})
 
+DropReason = Literal[
+    "preamble",  # before the answer: "Here is the JSON:", a fence opening
+    "trailing",  # after a complete answer: prose, the blanks before it
+    "fence",  # the closing fence of a fenced answer
+    "repeat",  # the API writing again what was committed (its alignment removed it)
+    "unread",  # a failed attempt's text, received before its answer was found
+]
+# Drops that may lose answer text: what follows a complete answer may be more of it (the read-ahead
+# of backtrack.loop keeps what one edit makes parse), or prose; a preamble or a fence is neither.
+LOSS_REASONS: frozenset[str] = frozenset({"trailing"})
 RoundKind = Literal["draft", "correction", "completion"]
 RoundEnd = Literal[
     "cut",  # the draft hit a byte the grammar cannot take
@@ -54,6 +64,17 @@ class Span:
     text: str
     origin: Origin
     round: int
+
+
+@dataclass(frozen=True)
+class Drop:
+    """Text of the API's left out of the output (shown as a "dropped" span): why, in which
+    round, and at which output character it stood."""
+
+    text: str
+    reason: DropReason
+    round: int
+    at: int
 
 
 @dataclass(frozen=True)
@@ -94,11 +115,12 @@ class Round:
 
 @dataclass(frozen=True)
 class Trace:
-    """The prompt, every span of text in order, and every round."""
+    """The prompt, every span of text in order, every round, and every drop with its reason."""
 
     prompt: str
     spans: tuple[Span, ...]
     rounds: tuple[Round, ...]
+    drops: tuple[Drop, ...] = ()
 
     @property
     def api_calls(self) -> int:
@@ -120,6 +142,30 @@ class Trace:
         return sum(len(s.text) for s in self.spans if s.origin in lost)
 
     @property
+    def lost_chars(self) -> int:
+        """Non-blank characters the API wrote as answer text that the output does not carry:
+        dropped after the complete answer, skipped or taken back by a repair, and rejected at the
+        cut of the last draft (a cut draft's rest is asked for again by the next draft, if any).
+        Blanks are not counted: a line end before a closing fence is no loss."""
+        last_draft = max((r.index for r in self.rounds if r.kind == "draft"), default=-1)
+        lost = [d.text for d in self.drops if d.reason in LOSS_REASONS]
+        lost += [
+            s.text
+            for s in self.spans
+            if s.origin in ("skipped", "deleted")
+            or (s.origin == "rejected" and s.round == last_draft)
+        ]
+        return sum(map(_ink, lost))
+
+    @property
+    def kept(self) -> float:
+        """The share of the API's answer text (non-blank characters) that the output carries as
+        the API wrote it: accepted / (accepted + lost); 1.0 when the API wrote none."""
+        accepted = sum(_ink(s.text) for s in self.spans if s.origin in ("draft", "reused"))
+        offered = accepted + self.lost_chars
+        return accepted / offered if offered else 1.0
+
+    @property
     def repairs(self) -> int:
         """Edits made inside draft rounds, each read on from the same stream (no API call)."""
         return sum(len(r.repairs) for r in self.rounds)
@@ -138,3 +184,8 @@ class Trace:
         return Usage(
             sum(r.input_tokens for r in self.rounds), sum(r.output_tokens for r in self.rounds)
         )
+
+
+def _ink(text: str) -> int:
+    """How many characters of `text` are not blank."""
+    return sum(not c.isspace() for c in text)

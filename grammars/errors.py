@@ -5,7 +5,9 @@
     ├── TextError           a text is not what it must be (not UTF-8, does not parse)
     ├── ProviderError       the drafter (an API) failed; says whether a retry could help
     │                       (providers.errors)
-    └── TargetError         the local model failed or was misused (local_target.errors)
+    ├── TargetError         the local model failed or was misused (local_target.errors)
+    └── TextLostError       a run left out more of the API's text than its limit allows
+                            (backtrack.result)
 
 Errors about a position carry both the character and the UTF-8 byte offset, and `context()` draws
 a caret under the spot. Errors that interrupt a guided generation carry the partial result, so no

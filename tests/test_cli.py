@@ -323,6 +323,19 @@ def test_a_key_echoed_by_the_server_is_in_no_output(
     assert "invalid credentials *** for this project" in written
 
 
+def test_more_text_lost_than_allowed_is_an_error_that_keeps_the_result(
+    run_cli: Run, keys: None, no_target: None, openai_server: MockServer
+):
+    openai_server.script(text('id,name\n1,"Ann" Lee\n2,Bo\n'))  # a repair skips " Lee"
+    argv = ["-g", "csv", "-p", "openai:gpt-test", "--base-url", f"{openai_server.url}/v1"]
+    code, out, err = run_cli("run", "hi", *argv, "--max-lost-chars", "2", "--json")
+    assert code == 2
+    assert "3 non-blank characters of the API's answer text were left out" in err.splitlines()[-1]
+    data = json.loads(out)  # the whole result still comes out, with the error
+    assert (data["text"], data["lost_chars"]) == ('id,name\n1,"Ann"\n2,Bo\n', 3)
+    assert "max_lost_chars=2" in data["error"]
+
+
 class Stalling:
     """A server that accepts connections and never answers. Each connection is dropped after
     `hold` seconds, so a client with no timeout of its own still ends (the test stays bounded)."""
@@ -431,6 +444,7 @@ def test_run_reads_the_prompt_from_stdin_and_prints_json(
         0,
         0,
     )
+    assert (data["kept"], data["lost_chars"], data["drops"]) == (1.0, 0, [])
     assert openai_server.bodies[0]["messages"] == [{"role": "user", "content": PROMPT}]
     assert openai_server.bodies[0]["model"] == "gpt-test"
     # Progress as plain lines (stderr is no terminal here); no summary beside --json.

@@ -29,7 +29,15 @@ from scripted import Failure, ScriptedAPI, ScriptedTarget
 
 import grammars
 import providers
-from backtrack import Grammar, GrammarError, GuideResult, ProviderError, aguide, guide
+from backtrack import (
+    Grammar,
+    GrammarError,
+    GuideResult,
+    ProviderError,
+    TextLostError,
+    aguide,
+    guide,
+)
 from backtrack.trace import OUTPUT_ORIGINS, TARGET_ORIGINS, StopReason
 from local_target import LocalTarget
 
@@ -527,6 +535,57 @@ def test_a_slip_after_a_complete_line_keeps_the_rest_of_the_document(gname: str,
     lines, kept = draft.splitlines(), result.text.splitlines()
     assert len(kept) == len(lines)  # every line is there, all but the slipped one as written
     assert [a == b for a, b in zip(lines, kept, strict=True)] == [ln != slipped for ln in lines]
+
+
+@pytest.mark.parametrize("chunk", [0, 3])
+def test_text_dropped_after_a_complete_answer_is_counted_lost_with_its_reason(chunk: int):
+    """With repairs off, the CSV slip ends the answer: what follows is dropped, and the result
+    says so (the text alone would look like a short, valid document)."""
+    draft = READ_ON["csv"][0]
+    api = ScriptedAPI("", drafts=[draft], chunk=chunk)
+    result = run(api, Grammar.load("csv"), ScriptedTarget(), stream=chunk > 0, repair_window=0)
+    kept = 'id,name,city\n1,Ann,Oslo\n2,"Bob"'
+    assert (result.text, result.stop_reason) == (kept, "trailing_dropped")
+    (drop,) = result.drops
+    assert (drop.reason, drop.at, draft.startswith(kept + drop.text)) == (
+        "trailing",
+        len(kept),
+        True,
+    )
+    ink = sum(not c.isspace() for c in drop.text)  # blanks are not counted
+    # Streamed, the stream is closed at the cut: what was read of the rest is what is known lost.
+    assert result.lost_chars == ink == (29 if chunk == 0 else 1)
+    assert result.kept == pytest.approx(29 / (29 + ink))
+    with pytest.raises(TextLostError, match="29 non-blank characters") as raised:
+        run(
+            ScriptedAPI("", drafts=[draft]),
+            Grammar.load("csv"),
+            ScriptedTarget(),
+            repair_window=0,
+            max_lost_chars=28,
+        )
+    assert raised.value.partial is not None and raised.value.partial.text == kept
+    assert (
+        run(
+            ScriptedAPI("", drafts=[draft]),
+            Grammar.load("csv"),
+            ScriptedTarget(),
+            repair_window=0,
+            max_lost_chars=29,
+        ).text
+        == kept
+    )
+
+
+def test_a_preamble_a_fence_and_a_sign_off_are_dropped_without_loss() -> None:
+    draft = 'Here is the JSON:\n```json\n{"a": 1}\n```\nHope this helps!'
+    result = run(ScriptedAPI("", drafts=[draft]), Grammar.load("json"), ScriptedTarget())
+    assert result.text == '{"a": 1}' and (result.kept, result.lost_chars) == (1.0, 0)
+    assert [(d.reason, d.text) for d in result.drops] == [
+        ("preamble", "Here is the JSON:\n```json\n"),
+        ("trailing", "\n"),
+        ("fence", "```\nHope this helps!"),
+    ]
 
 
 @pytest.mark.parametrize("chunk", [0, 1, 3])

@@ -24,7 +24,7 @@ import pytest
 
 from backtrack.html import render
 from backtrack.result import GuideResult
-from backtrack.trace import OUTPUT_ORIGINS, Origin, Repair, Round, Span, Trace
+from backtrack.trace import OUTPUT_ORIGINS, Drop, Origin, Repair, Round, Span, Trace
 
 ORIGINS = typing.get_args(Origin)
 SCRIPT = "<script>document.title='pwned'</script>"
@@ -35,6 +35,7 @@ EMOJI = "🐱‍👤 cat-ninja, 👍🏽, 🇫🇷"
 OVERRIDE = "\u202egnp.exe"  # RIGHT-TO-LEFT OVERRIDE, unterminated
 PAGE_TAGS = {"html", "head", "meta", "title", "style", "body", "div", "h1", "h2", "b", "p", "pre"}
 PAGE_TAGS |= {"span", "i", "bdi", "table", "tbody", "tr", "th", "td"}  # the browser adds tbody
+PAGE_TAGS |= {"ul", "li", "code"}
 PAGE_ATTRIBUTES = {"lang", "charset", "http-equiv", "content", "class", "data-round", "data-ws"}
 PAGE_ATTRIBUTES |= {"data-tip"}
 
@@ -54,9 +55,10 @@ def result_of(
     valid: bool = True,
     stop_reason: str = "complete",
     seconds: float = 1.25,
+    drops: tuple[Drop, ...] = (),
 ) -> GuideResult:
     """A GuideResult built by hand; its text is what the output spans say."""
-    trace = Trace(prompt, tuple(Span(t, o, r) for t, o, r in spans), tuple(rounds))
+    trace = Trace(prompt, tuple(Span(t, o, r) for t, o, r in spans), tuple(rounds), drops)
     text = "".join(s.text for s in trace.spans if s.origin in OUTPUT_ORIGINS)
     return GuideResult(text, valid, valid, stop_reason, trace, seconds)
 
@@ -92,6 +94,10 @@ def hostile_result() -> GuideResult:
             ),
             Round(4, "draft", "trailing", 0.1, 1, 41, request_id=f"req-{SCRIPT}"),
         ],
+        drops=(
+            Drop(f"Sure! {SCRIPT}\n", "preamble", 0, 0),
+            Drop(f"\n{BREAKOUT}", "trailing", 4, 90),
+        ),
         prompt=f"{SCRIPT} & {QUOTES}\n{RTL} {EMOJI}",
     )
 
@@ -467,3 +473,16 @@ def decode_png(data: bytes) -> tuple[int, int, list[bytes]]:
         pixels += [bytes(line[x : x + 3]) for x in range(0, stride, step)]
         previous = line
     return width, height, pixels
+
+
+def test_what_was_left_out_is_listed_at_the_top_with_its_reason() -> None:
+    result = hostile_result()
+    page = page_of(result)
+    summary, left_out = page.index('class="summary"'), page.index("<h2>Left out</h2>")
+    assert summary < left_out < page.index("<h2>Prompt</h2>")
+    listed = Page(page[left_out : page.index("<h2>Prompt</h2>")]).text
+    for drop in result.drops:
+        assert f"{drop.reason}, {len(drop.text)} characters at output character {drop.at}" in listed
+        assert drop.text in listed
+    lost = f"({result.lost_chars} characters lost)"
+    assert f"API answer text kept: {result.kept:.0%} {lost}" in Page(page).text

@@ -74,6 +74,8 @@ def test_wrap_and_its_calls_refuse_unknown_options(openai_client: Any) -> None:
         {"correction_tokens": 1.5},
         {"complete_on_budget": "yes"},
         {"sampling": 0.7},
+        {"max_lost_chars": -1},
+        {"max_lost_chars": True},
     ],
 )
 def test_bad_values_are_value_errors_that_name_the_option(changes: dict[str, Any]) -> None:
@@ -117,6 +119,7 @@ def test_the_cli_sets_every_option_and_the_targets_sampling() -> None:
             "--max-corrections=2",
             "--max-rounds=9",
             "--max-attempts=1",
+            "--max-lost-chars=0",
             "--no-complete-on-budget",
             "--target-temperature=0.5",
             "--target-seed=3",
@@ -126,6 +129,7 @@ def test_the_cli_sets_every_option_and_the_targets_sampling() -> None:
         max_corrections=2,
         max_rounds=9,
         max_attempts=1,
+        max_lost_chars=0,
         complete_on_budget=False,
         sampling=Sampling(temperature=0.5, seed=3),
     )

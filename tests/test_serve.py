@@ -255,6 +255,31 @@ def test_guided_options_from_the_backtrack_field(serve: Serve, openai_server: An
         )
 
 
+CSV_SLIP = 'id,name\n1,"Ann" Lee\n2,Bo\n'  # a repair skips " Lee": 3 characters lost
+
+
+def test_the_summary_says_what_was_left_out_and_a_limit_makes_it_an_error(
+    serve: Serve, openai_server: Any
+):
+    client = oai(serve())
+    openai_server.script(text(CSV_SLIP), text(MENDED + " Hope this helps!"), text(CSV_SLIP))
+    extra: dict[str, Any] = {"grammar": "csv"}
+    reply = client.chat.completions.create(model="m", messages=MESSAGES, extra_body=extra)
+    assert reply.choices[0].message.content == 'id,name\n1,"Ann"\n2,Bo\n'
+    summary = reply.model_extra["backtrack"]  # type: ignore[index]
+    assert (summary["drops"], summary["lost_chars"], summary["kept"]) == ([], 3, round(18 / 21, 4))
+    reply = client.chat.completions.create(
+        model="m", messages=MESSAGES, response_format=JSON_SCHEMA
+    )
+    (drop,) = reply.model_extra["backtrack"]["drops"]  # type: ignore[index]
+    assert (drop["reason"], drop["at"]) == ("trailing", len(MENDED))
+    assert drop["text"] and " Hope this helps!".startswith(drop["text"])  # as much as was read
+    extra["backtrack"] = {"max_lost_chars": 2}
+    with pytest.raises(openai.UnprocessableEntityError, match="3 non-blank characters") as raised:
+        client.chat.completions.create(model="m", messages=MESSAGES, extra_body=extra)
+    assert raised.value.body["code"] == "text_lost"  # type: ignore[index]
+
+
 # -- streaming ------------------------------------------------------------------------------------
 
 LONG = '{"name": "Felix the cat, who lives in the house by the river", "age": 3,}'
