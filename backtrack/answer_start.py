@@ -10,7 +10,12 @@ answer starts:
    `LONG_RUN` (so that a reply streamed in small pieces is judged as it would be whole);
 3. else the first offset not inside a word or a string ("ok": None, ...) from which the text runs
    valid for at least `LONG_RUN` characters past where the valid runs from earlier offsets end, or,
-   once the reply is over, to its end (`SHORT_RUN` characters or more).
+   once the reply is over, to its end (`SHORT_RUN` characters or more);
+4. else, once the reply is over, the offset whose valid run is a complete text: an answer inside
+   a sentence ("The sentiment is neutral.", "It is 42."); one that does not read as prose before
+   one that does (`42` before `answer`, where a grammar takes names too), then the longest, then
+   the earliest (`inside` says the offset is this rule's: the loop prefers offset 0 where a
+   repair makes the reply fit from there, `ok = a && b`).
 
 While the reply may still be opening a fence at its start ("``", "```cs"), nothing is decided:
 rules 2 and 3 would take the fence's backticks as text where the grammar does (CSV).
@@ -107,6 +112,9 @@ class AnswerStart:
         self._fence_body = -1  # offset where that fence's content starts, once its line ended
         self._fence_done = False
         self._may_open = True  # the reply so far may be the start of a fence opening line
+        # Rule 4's best candidate so far: (not prose, length, -start).
+        self._whole: tuple[bool, int, int] | None = None
+        self.inside = False  # the offset found is rule 4's: an answer inside a sentence
 
     @property
     def text(self) -> str:
@@ -214,7 +222,20 @@ class AnswerStart:
                 return run.start
             reach = max(reach, run.end)
         self._discard_dead()
-        return None
+        if not final:
+            return None
+        for run in self._runs:
+            self._note_whole(run)
+        self.inside = self._whole is not None
+        return -self._whole[2] if self._whole is not None else None
+
+    def _note_whole(self, run: _Run) -> None:
+        """Rule 4's candidate: `run`, where its valid text is a complete one."""
+        if run.checker.chars and run.checker.complete:
+            unlike_prose = not prose(self.text[run.start : run.end])
+            key = (unlike_prose, run.checker.chars, -run.start)
+            if self._whole is None or key > self._whole:
+                self._whole = key
 
     def _sure(self, final: bool) -> bool:
         """Whether a valid start at offset 0 is the answer's: the reply is over, it is long, or
@@ -233,5 +254,6 @@ class AnswerStart:
                 kept.append(run)
             else:
                 dead_end = max(dead_end, run.end)
+                self._note_whole(run)
         self._dead_reach = max(self._dead_reach, dead_end)
         self._runs = kept

@@ -476,6 +476,8 @@ class GuideLoop:
         received = seeker.text
         if start and not preamble(received[:start]) and self._repairable(received[:start]):
             start = 0  # a slip early in the answer, for the repairs, not a preamble to drop
+        elif start and seeker.inside and self._repairable(received):
+            start = 0  # the reply is the answer with a slip, not a sentence around one
         while start and received[start : start + 1].isspace():
             start += 1  # the blanks between a preamble and its answer go with the preamble
         self._drop(received[:start], "preamble")

@@ -45,8 +45,11 @@ OFFSETS = {
     "a short answer that runs to the end": ("short: [1]", 6),
     "a fence whose content is not the answer": (f"Use:\n```json\nplain text\n```\n{ANSWER}", 27),
     "no answer": ("No JSON here at all.", None),
-    "too short a run at the end": ("The answer is 42.", None),
-    "a short run that prose follows": ("short: [1] ok", None),
+    # Rule 4, once the reply is over: a complete value inside a sentence is the answer.
+    "a number inside a sentence": ("The answer is 42 apples.", 14),
+    "a number a period leaves open": ("The answer is 42.", None),  # `42.` goes on: `42.5`
+    "a short run that prose follows": ("short: [1] ok", 6),
+    "a value, not a word": ("It is null, or maybe 42.5 then", 21),
 }
 
 

@@ -537,6 +537,25 @@ def test_a_slip_after_a_complete_line_keeps_the_rest_of_the_document(gname: str,
     assert [a == b for a, b in zip(lines, kept, strict=True)] == [ln != slipped for ln in lines]
 
 
+@pytest.mark.parametrize("chunk", [0, 1, 3])
+@pytest.mark.parametrize(
+    ("draft", "answer"),
+    [
+        ("The sentiment is neutral.", "neutral"),
+        ("I would say negative.", "negative"),
+        ("Positive? No: negative, clearly.", "negative"),
+    ],
+)
+def test_an_answer_inside_a_sentence_is_the_answer_not_replaced(draft: str, answer: str, chunk):
+    """The API's answer stands in a sentence: that span is kept, the rest dropped, and the local
+    model (a ScriptedTarget that fails if asked) writes nothing."""
+    grammar = Grammar.from_lark('start: "positive" | "negative" | "neutral"')
+    api = ScriptedAPI("", drafts=[draft], chunk=chunk)
+    result = run(api, grammar, ScriptedTarget(), stream=chunk > 0)
+    assert (result.text, result.valid, result.corrections, result.api_calls) == (answer, True, 0, 1)
+    assert [d.reason for d in result.drops] == ["preamble", "trailing"]
+
+
 @pytest.mark.parametrize("chunk", [0, 3])
 def test_text_dropped_after_a_complete_answer_is_counted_lost_with_its_reason(chunk: int):
     """With repairs off, the CSV slip ends the answer: what follows is dropped, and the result
