@@ -575,25 +575,16 @@ def test_text_dropped_after_a_complete_answer_is_counted_lost_with_its_reason(ch
     # Streamed, the stream is closed at the cut: what was read of the rest is what is known lost.
     assert result.lost_chars == ink == (29 if chunk == 0 else 1)
     assert result.kept == pytest.approx(29 / (29 + ink))
+
+    def limited(limit: int) -> GuideResult:
+        api = ScriptedAPI("", drafts=[draft])
+        grammar = Grammar.load("csv")
+        return run(api, grammar, ScriptedTarget(), repair_window=0, max_lost_chars=limit)
+
     with pytest.raises(TextLostError, match="29 non-blank characters") as raised:
-        run(
-            ScriptedAPI("", drafts=[draft]),
-            Grammar.load("csv"),
-            ScriptedTarget(),
-            repair_window=0,
-            max_lost_chars=28,
-        )
+        limited(28)
     assert raised.value.partial is not None and raised.value.partial.text == kept
-    assert (
-        run(
-            ScriptedAPI("", drafts=[draft]),
-            Grammar.load("csv"),
-            ScriptedTarget(),
-            repair_window=0,
-            max_lost_chars=29,
-        ).text
-        == kept
-    )
+    assert limited(29).text == kept
 
 
 def test_a_preamble_a_fence_and_a_sign_off_are_dropped_without_loss() -> None:
