@@ -192,7 +192,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _options(args: argparse.Namespace) -> GuideOptions:
     """The GuideOptions the flags set; the rest keep GuideOptions' defaults."""
-    changes = {name: getattr(args, name) for name in [*OPTION_FLAGS, "complete_on_budget"]}
+    flags = [*OPTION_FLAGS, "max_seconds", "complete_on_budget"]
+    changes = {name: getattr(args, name) for name in flags}
     sampling = Sampling(args.target_temperature, args.target_top_p, args.target_seed)
     try:
         return GuideOptions(sampling=sampling, **changes)
@@ -370,6 +371,13 @@ def _add_guide_options(p: argparse.ArgumentParser) -> None:
             metavar="N",
             help=f"{what} (default: %(default)s)",
         )
+    p.add_argument(
+        "--max-seconds",
+        type=_seconds,
+        default=defaults.max_seconds,
+        metavar="SECONDS",
+        help="the run's time bound: past it no API call, the target completes (default: none)",
+    )
     p.add_argument(
         "--complete-on-budget",
         action=argparse.BooleanOptionalAction,

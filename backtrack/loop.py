@@ -113,7 +113,8 @@ class _Draft:
     seeker: AnswerStart | None = None  # while nothing is committed: where does the answer start?
     stripped: int = 0  # how much of the stream's `stripped` text the trace shows already
     read: int = 0  # characters received this round
-    over_budget: bool = False  # the round read its character budget: it ends as "length"
+    # The round read its character budget, or the run's time ran out: it ends as "length".
+    over_budget: bool = False
     pending: list[str] | None = None  # after a cut: the draft read on to find a repair
     pending_chars: int = 0
     repairs: list[Repair] = field(default_factory=list)
@@ -212,9 +213,16 @@ class GuideLoop:
                 break  # nothing left to try: the run ends, not valid
         if self.stop_reason is not None:
             return "done"
-        if self._next == "draft" and len(self.rounds) >= self.options.max_rounds:
+        if self._next == "draft" and (
+            len(self.rounds) >= self.options.max_rounds or self._out_of_time()
+        ):
             self._next = "correct"
         return self._next
+
+    def _out_of_time(self) -> bool:
+        """The run has used its `max_seconds`: no more API text, the target completes."""
+        limit = self.options.max_seconds
+        return limit is not None and time.perf_counter() - self._started >= limit
 
     def _meets_schema(self) -> bool:
         """The complete text is valid under a JSON schema whose grammar is not its whole test
@@ -325,7 +333,12 @@ class GuideLoop:
             chunk = chunk[: budget - draft.read]
             draft.over_budget = True
         draft.read += len(chunk)
-        return self._receive(draft, chunk) and not draft.over_budget
+        more = self._receive(draft, chunk) and not draft.over_budget
+        if more and self._out_of_time():
+            logger.debug("max_seconds reached: the draft is closed, the target completes")
+            draft.over_budget = True
+            return False
+        return more
 
     def checks_only(self, chunk: str) -> bool:
         """`on_chunk(chunk)` would only check the chunk: no search for where the answer starts
@@ -699,8 +712,10 @@ class GuideLoop:
         """The target's next correction, or None when the budget is spent and the caller opted
         out of completion (the run ends)."""
         corrections = sum(1 for r in self.rounds if r.kind != "draft")
-        self._completing = corrections >= self.options.max_corrections or (
-            len(self.rounds) >= self.options.max_rounds
+        self._completing = (
+            corrections >= self.options.max_corrections
+            or len(self.rounds) >= self.options.max_rounds
+            or self._out_of_time()
         )
         if self._completing and not self.options.complete_on_budget:
             self.stop_reason = "max_corrections"

@@ -9,6 +9,7 @@ is a TypeError naming the valid ones and the closest match.
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass, fields, replace
 
 from local_target import Sampling
@@ -39,7 +40,11 @@ class GuideOptions:
     `max_lost_chars`: when set, a run that leaves out more of the API's answer text than this
     (`GuideResult.lost_chars`: trailing text dropped, text a repair skipped or took back, a cut
     draft's rest never asked for again) raises TextLostError, carrying the result, instead of
-    returning it. `sampling`: the local target's sampling (default: greedy); the API's own
+    returning it. `max_seconds`: when set, the run's wall-clock bound: past it, the draft being
+    read is closed and no API call is made; the target completes the text from what is committed
+    (at most `completion_tokens`; with `complete_on_budget=False` the run stops there), so a run
+    ends about one completion after the bound. `sampling`: the local target's sampling (default:
+    greedy); the API's own
     temperature is the API call's business (wrap's create kwargs, a drafter's create_kwargs).
     """
 
@@ -55,6 +60,7 @@ class GuideOptions:
     repair_window: int = 64
     max_repairs: int = 32
     max_lost_chars: int | None = None
+    max_seconds: float | None = None
     sampling: Sampling = GREEDY
 
     def __post_init__(self) -> None:
@@ -77,6 +83,14 @@ class GuideOptions:
         lost = self.max_lost_chars
         if lost is not None and (isinstance(lost, bool) or not isinstance(lost, int) or lost < 0):
             raise ValueError(f"max_lost_chars must be None or a whole number >= 0, got {lost!r}")
+        seconds = self.max_seconds
+        if seconds is not None and (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, (int, float))
+            or not math.isfinite(seconds)
+            or seconds <= 0
+        ):
+            raise ValueError(f"max_seconds must be None or a number > 0, got {seconds!r}")
         if not isinstance(self.sampling, Sampling):
             raise ValueError(f"sampling must be a Sampling, got {self.sampling!r}")
         if not isinstance(self.complete_on_budget, bool):

@@ -19,7 +19,8 @@ import html
 import random
 import subprocess
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -435,6 +436,36 @@ async def test_async_stream_is_closed_at_the_first_bad_byte(target: LocalTarget)
     # SmolLM2 closes the list as the API meant; the API's continuation finishes the document.
     assert (result.text, result.valid, result.api_calls, result.corrections) == (DOC_A, True, 2, 1)
     assert output_origins(result) == ["draft", "target", "draft"]
+
+
+# -- the time bound -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["guide", "aguide"])
+def test_past_max_seconds_the_draft_is_closed_and_the_target_completes(asynchronous: bool):
+    """An API that keeps writing slowly (a list that never ends) is read until `max_seconds`;
+    then its stream is closed, no other call is made, and the target finishes the text."""
+    given: list[str] = []  # chunks handed over
+    closed: list[bool] = []
+
+    def slow(prompt: str, prefix: str) -> Iterator[str]:
+        try:
+            for i in range(200):  # bounded: 200 chunks, 10 s, whatever happens
+                given.append(f", {i}" if i else "[0")
+                yield given[-1]
+                time.sleep(0.05)
+        finally:
+            closed.append(len(given) < 200)
+
+    target = ScriptedTarget("]")
+    options = {**SMALL, "max_seconds": 0.3, "max_corrections": 8}
+    if asynchronous:
+        result = asyncio.run(aguide(slow, "json", prompt=PROMPT, target=target, **options))
+    else:
+        result = guide(slow, "json", prompt=PROMPT, target=target, **options)
+    assert closed == [True] and len(given) < 100  # stopped near 0.3 s, not at the end
+    assert result.text == "".join(given) + "]" and result.valid
+    assert (result.api_calls, result.corrections, target.calls[0][1]) == (1, 1, "complete")
 
 
 # -- stopping --------------------------------------------------------------------------------------

@@ -76,6 +76,9 @@ def test_wrap_and_its_calls_refuse_unknown_options(openai_client: Any) -> None:
         {"sampling": 0.7},
         {"max_lost_chars": -1},
         {"max_lost_chars": True},
+        {"max_seconds": 0},
+        {"max_seconds": float("inf")},
+        {"max_seconds": "5"},
     ],
 )
 def test_bad_values_are_value_errors_that_name_the_option(changes: dict[str, Any]) -> None:
@@ -120,6 +123,7 @@ def test_the_cli_sets_every_option_and_the_targets_sampling() -> None:
             "--max-rounds=9",
             "--max-attempts=1",
             "--max-lost-chars=0",
+            "--max-seconds=2.5",
             "--no-complete-on-budget",
             "--target-temperature=0.5",
             "--target-seed=3",
@@ -130,6 +134,7 @@ def test_the_cli_sets_every_option_and_the_targets_sampling() -> None:
         max_rounds=9,
         max_attempts=1,
         max_lost_chars=0,
+        max_seconds=2.5,
         complete_on_budget=False,
         sampling=Sampling(temperature=0.5, seed=3),
     )
