@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Literal
 from backtrack.answer_start import AnswerStart, preamble, prose, states_value
 from backtrack.fence import ClosingFence
 from backtrack.options import GuideOptions
+from backtrack.reasoning import ReasoningBlock
 from backtrack.repair import Edit, Prefer, RepairLimits, search
 from backtrack.result import GuideResult
 from backtrack.spans import SpanLog
@@ -111,6 +112,7 @@ class _Draft:
     rest: list[str] = field(default_factory=list)  # rejected text after the cut
     cut: bool = False
     seeker: AnswerStart | None = None  # while nothing is committed: where does the answer start?
+    reasoning: ReasoningBlock | None = None  # before that: a `<think>` block to skip?
     stripped: int = 0  # how much of the stream's `stripped` text the trace shows already
     read: int = 0  # characters received this round
     # The round read its character budget, or the run's time ran out: it ends as "length".
@@ -304,8 +306,8 @@ class GuideLoop:
     def draft_request(self) -> DraftRequest:
         """The request for a draft; called again for each retry of a round's failed attempt."""
         failed = self._draft  # an earlier attempt of this round: what it committed stays
-        if failed is not None and failed.seeker is not None:
-            self._drop(failed.seeker.text, "unread")
+        if failed is not None:
+            self._drop_unread(failed)
         # A failed attempt may have stopped at a cut, reading on for a repair: the retry asks for
         # the text from the committed end, so the cut and what was read after it are gone.
         self.checker.rollback(self.checker.chars)
@@ -316,6 +318,7 @@ class GuideLoop:
             seeker=None
             if self.text
             else AnswerStart(self.grammar, limit=self.options.max_preamble_chars),
+            reasoning=None if self.text else ReasoningBlock(),
         )
         return DraftRequest(self.prompt, self.text, self.options.max_draft_tokens)
 
@@ -354,6 +357,14 @@ class GuideLoop:
         """The reply's next piece: to the seeker while the answer's start is sought; else, in a
         fenced reply, split at the closing fence, after which nothing is answer text (it goes to
         `draft.closing`, and the stream is closed)."""
+        if draft.reasoning is not None:
+            chunk = draft.reasoning.feed(chunk)
+            if not draft.reasoning.done:
+                return True
+            self._drop(draft.reasoning.block, "reasoning")
+            draft.reasoning = None
+            if not chunk:
+                return True
         if draft.seeker is not None:
             return self._seek_start(draft, draft.seeker.feed(chunk), final=False)
         if draft.closing is not None:
@@ -466,6 +477,13 @@ class GuideLoop:
             edit.fits,
         )
 
+    def _drop_unread(self, draft: _Draft) -> None:
+        """A failed attempt's text, received before its answer was found, goes unread."""
+        if draft.reasoning is not None:
+            self._drop(draft.reasoning.held, "unread")
+        if draft.seeker is not None:
+            self._drop(draft.seeker.text, "unread")
+
     def _note_stripped(self, draft: _Draft, stripped: str) -> None:
         self._drop(stripped[draft.stripped :], "repeat")
         if draft.fence is None and not draft.read:
@@ -547,6 +565,9 @@ class GuideLoop:
         self._note_stripped(draft, stripped)
         if draft.over_budget:
             finish_reason = "length"
+        if draft.reasoning is not None:  # a block never closed: the text as it came
+            held, draft.reasoning = draft.reasoning.finish(), None
+            self._receive(draft, held)
         if draft.seeker is not None:
             self._seek_start(draft, draft.seeker.finish(), final=True)
         if draft.fence is not None and draft.closing is None:
@@ -619,8 +640,8 @@ class GuideLoop:
         """The provider failed for good; what was committed stays, the run ends."""
         draft = self._draft
         started = draft.started if draft else time.perf_counter()
-        if draft is not None and draft.seeker is not None:
-            self._drop(draft.seeker.text, "unread")
+        if draft is not None:
+            self._drop_unread(draft)
         self.rounds.append(
             Round(
                 index=len(self.rounds),

@@ -31,6 +31,7 @@ TARGET_ORIGINS: frozenset[str] = frozenset({"correction", "healed", "forced"})
 
 DropReason = Literal[
     "preamble",  # before the answer: "Here is the JSON:", a fence opening
+    "reasoning",  # a reasoning model's `<think> ... </think>` block before its answer
     "trailing",  # after a complete answer: prose, the blanks before it
     "fence",  # the closing fence of a fenced answer
     "repeat",  # the API writing again what was committed (its alignment removed it)
