@@ -44,8 +44,8 @@ class GuideOptions:
     read is closed and no API call is made; the target completes the text from what is committed
     (at most `completion_tokens`; with `complete_on_budget=False` the run stops there), so a run
     ends about one completion after the bound. `sampling`: the local target's sampling (default:
-    greedy); the API's own
-    temperature is the API call's business (wrap's create kwargs, a drafter's create_kwargs).
+    greedy); the API's own temperature is the API call's business (wrap's create kwargs, a
+    drafter's create_kwargs).
     """
 
     max_corrections: int = 8
