@@ -72,6 +72,8 @@ _CROWDED_WITHIN = 16
 _READS_ON = 16
 _READ_ON_LIMITS = replace(REPAIR_LIMITS, min_fit=_READS_ON)
 _ANOTHER_LINE = re.compile(r"[\r\n]\s*\S")
+# A correction is cut where this much of the draft's rest fits after it (`_hand_back`).
+_HAND_BACK_PROBE = 64
 # Stop reasons of a run whose text is complete, checked once more by the grammar's own test.
 _COMPLETE = ("complete", "target_completed", "trailing_dropped")
 # At most this many cuts per run at a value that only a JSON schema's validator refuses (a keyword
@@ -759,13 +761,17 @@ class GuideLoop:
     def apply_correction(self, correction: Correction) -> None:
         start_chars = self.checker.chars
         self.checker.rollback(start_chars)  # clears the draft's cut; nothing is removed
-        taken = self.checker.feed(correction.text)
-        if taken != len(correction.text):
+        if self.checker.fits(correction.text) != len(correction.text):
+            taken = self.checker.fits(correction.text)
             raise TargetError(
                 f"the target wrote text the grammar refuses at character {start_chars + taken}"
             )
+        keep = self._hand_back(correction.text)
+        self.checker.feed(correction.text[:keep])
+        at = 0
         for flag, piece in correction.runs:
-            self._span(piece, _TOKEN_ORIGIN[flag])
+            self._span(piece[: max(0, keep - at)], _TOKEN_ORIGIN[flag])
+            at += len(piece)
         reused = self._reuse_rest()
         kind: RoundKind = "completion" if self._completing else "correction"
         logger.debug(
@@ -793,7 +799,7 @@ class GuideLoop:
         elif self.checker.complete and (self.checker.stopped or (reused and self._rest_is_all)):
             self.stop_reason = "complete"  # nothing left to write, or the drafter had finished
         else:
-            self._next = "draft"
+            self._next = "correct" if self._rest else "draft"
 
     def target_failed(self, error: TargetError) -> None:
         """The target failed for good (a context too short for the text, a model error): what was
@@ -810,6 +816,32 @@ class GuideLoop:
         self.stop_reason = "error"
         error.partial = self.result()
 
+    def _hand_back(self, written: str) -> int:
+        """How much of the target's `written` text to keep: all of it where the draft's rest
+        goes on after it (as far as a repair needs to resynchronise) or there is no rest, else
+        the longest start after which it does (` 4,` is cut to ` 4` where the rest goes on with
+        `], "b"`): the draft takes over there."""
+        probe = self._rest[:_HAND_BACK_PROBE]
+        if not probe or self._completing:
+            return len(written)
+        # As much as resynchronises a repair; less only where that is the reply's whole rest (a
+        # stream closed at the cut left only the start of its rest: no evidence).
+        need = (
+            min(len(probe), REPAIR_LIMITS.min_fit) if self._rest_is_all else REPAIR_LIMITS.min_fit
+        )
+        if len(probe) < need:
+            return len(written)
+        start = self.checker.chars
+        for keep in range(len(written), 0, -1):
+            if self.checker.fits(written[:keep] + probe) - keep < need:
+                continue
+            self.checker.feed(written[:keep])
+            inside = self.checker.in_free_text()  # the rest would be a string's content
+            self.checker.rollback(start)
+            if not inside:
+                return keep
+        return len(written)
+
     def _reuse_rest(self) -> str:
         rest, self._rest = self._rest, ""
         if not rest:
@@ -822,6 +854,12 @@ class GuideLoop:
         if taken == len(rest) and (self.checker.complete or long_enough):
             self._span(rest, "reused")
             return rest
+        if taken >= self.options.min_reuse_chars and not self.checker.in_free_text():
+            # The rest fits up to another slip: keep what fits, and the target corrects there
+            # with the remainder before it, not the API writing the rest again.
+            self._span(rest[:taken], "reused")
+            self._rest = rest[taken:]
+            return rest[:taken]
         self.checker.rollback(before)
         return ""
 

@@ -146,17 +146,16 @@ class Trace:
     def lost_chars(self) -> int:
         """Non-blank characters the API wrote as answer text that the output does not carry:
         dropped after the complete answer, skipped or taken back by a repair, and rejected at the
-        cut of the last draft (a cut draft's rest is asked for again by the next draft, if any).
-        Blanks are not counted: a line end before a closing fence is no loss."""
-        last_draft = max((r.index for r in self.rounds if r.kind == "draft"), default=-1)
-        lost = [d.text for d in self.drops if d.reason in LOSS_REASONS]
-        lost += [
-            s.text
-            for s in self.spans
-            if s.origin in ("skipped", "deleted")
-            or (s.origin == "rejected" and s.round == last_draft)
-        ]
-        return sum(map(_ink, lost))
+        cut of the last draft and not reused after it (an earlier draft's rest is asked for
+        again). Blanks are not counted: a line end before a closing fence is no loss."""
+        last = max((r.index for r in self.rounds if r.kind == "draft"), default=-1)
+        lost = sum(_ink(d.text) for d in self.drops if d.reason in LOSS_REASONS)
+        lost += sum(_ink(s.text) for s in self.spans if s.origin in ("skipped", "deleted"))
+        rejected = sum(
+            _ink(s.text) for s in self.spans if s.origin == "rejected" and s.round == last
+        )
+        reused = sum(_ink(s.text) for s in self.spans if s.origin == "reused" and s.round > last)
+        return lost + max(0, rejected - reused)
 
     @property
     def kept(self) -> float:
