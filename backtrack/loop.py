@@ -761,8 +761,8 @@ class GuideLoop:
     def apply_correction(self, correction: Correction) -> None:
         start_chars = self.checker.chars
         self.checker.rollback(start_chars)  # clears the draft's cut; nothing is removed
-        if self.checker.fits(correction.text) != len(correction.text):
-            taken = self.checker.fits(correction.text)
+        taken = self.checker.fits(correction.text)
+        if taken != len(correction.text):
             raise TargetError(
                 f"the target wrote text the grammar refuses at character {start_chars + taken}"
             )

@@ -75,14 +75,16 @@ class GuideOptions:
             "max_attempts": 1,
             "repair_window": 0,
             "max_repairs": 0,
+            "max_lost_chars": 0,
         }
+        optional = {"max_lost_chars"}  # None: no limit
         for name, low in at_least.items():
             value = getattr(self, name)
+            if value is None and name in optional:
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
-        lost = self.max_lost_chars
-        if lost is not None and (isinstance(lost, bool) or not isinstance(lost, int) or lost < 0):
-            raise ValueError(f"max_lost_chars must be None or a whole number >= 0, got {lost!r}")
+                none = "None or " if name in optional else ""
+                raise ValueError(f"{name} must be {none}a whole number >= {low}, got {value!r}")
         seconds = self.max_seconds
         if seconds is not None and (
             isinstance(seconds, bool)

@@ -11,6 +11,7 @@ Every guided reply carries a `backtrack` object (`summary`); a stream carries it
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import uuid
@@ -45,7 +46,7 @@ def summary(result: GuideResult, *, html: bool = False) -> dict[str, Any]:
         "rejected_chars": result.rejected_chars,
         "kept": round(result.kept, 4),
         "lost_chars": result.lost_chars,
-        "drops": [{"text": d.text, "reason": d.reason, "at": d.at} for d in result.drops],
+        "drops": [dataclasses.asdict(d) for d in result.drops],  # as the CLI's --json has them
         "local_tokens": result.local_tokens,
         "seconds": round(result.seconds, 4),
     }
