@@ -8,11 +8,11 @@ The top layer: the loop, guide(), wrap(), the trace, its HTML view and the CLI. 
 correcting model), and re-exports their public names; none of them imports it.
 """
 
-from backtrack.guide import DrafterLike, aguide, guide
 from backtrack.local_drafter import LocalDrafter
-from backtrack.options import GuideOptions
-from backtrack.result import GuideResult, TextLostError
-from backtrack.trace import Drop, Round, Span, Trace
+from backtrack.run.guide import DrafterLike, aguide, guide
+from backtrack.run.options import GuideOptions
+from backtrack.trace.record import Drop, Round, Span, Trace
+from backtrack.trace.result import GuideResult, TextLostError
 from backtrack.wrap import wrap
 from grammars import (
     BacktrackError,

@@ -2,6 +2,6 @@
 
 import sys
 
-from backtrack.cli import main
+from backtrack.cli.main import main
 
 sys.exit(main())

@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from backtrack.guide import aguide, guide
-from backtrack.options import GuideOptions, option_names, resolve
-from backtrack.result import GuideResult
+from backtrack.run.guide import aguide, guide
+from backtrack.run.options import GuideOptions, option_names, resolve
+from backtrack.trace.result import GuideResult
 from grammars import GrammarLike
 from local_target import LocalTarget
 from providers.anthropic import AnthropicDrafter

@@ -2,7 +2,7 @@
 
     python -m benchmarks.bench_latency [--quick] [--no-peer]
 
-The documents and the black box are bench_repair's: the corpus of benchmarks/corpus.py (CASES)
+The documents and the black box are bench_repair's: the corpus of benchmarks/corpora/main.py (CASES)
 and its `ScriptedAPI`, whose first reply carries the slips and later ones carry them with
 p=P_CORRUPT. Here every reply is streamed by `LatencyAPI` at a simulated speed, paid with real
 `time.sleep`, so that the local model's real CPU time and the API's simulated time add up as a
@@ -58,7 +58,7 @@ from benchmarks.bench_repair import (
     grammar_of,
     target_prompt,
 )
-from benchmarks.corpus import CASES, Case, check_corpus
+from benchmarks.corpora.main import CASES, Case, check_corpus
 
 if TYPE_CHECKING:
     from local_target import LocalTarget
@@ -562,8 +562,8 @@ def findings(
         lines.append(
             f"- The other misses made one API call: the local time besides the model ({model:.2f} "
             "s of the model in all of them) is added to a plain call of under a second. It is "
-            "mostly the repair search (backtrack.repair: candidate edits, each checked by the "
-            "grammar), which is slowest on the SQLite and Python grammars: "
+            "mostly the repair search (backtrack.repair.search: candidate edits, each checked "
+            "by the grammar), which is slowest on the SQLite and Python grammars: "
             f"{named}."
         )
     shorter = [o for o in bt if o.ratio < 1]
@@ -688,7 +688,7 @@ def run(quick: bool, *, peer: bool = True, log: Callable[[str], None] = print) -
     section = [
         "## Latency: the wait against one plain API call",
         "",
-        f"`{COMMAND}{mode}` on {began}: {len(cases)} documents of benchmarks/corpus.py in "
+        f"`{COMMAND}{mode}` on {began}: {len(cases)} documents of benchmarks/corpora/main.py in "
         f"{len({c.grammar for c in cases})} grammars, bench_repair's scripted API (first reply "
         "with the slips, later ones with p=0.7) streamed at two simulated speeds, "
         + " and ".join(str(s) for s in SPEEDS)

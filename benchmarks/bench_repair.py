@@ -2,7 +2,7 @@
 
     python -m benchmarks.bench_repair [--quick] [--no-peer]
 
-The documents are benchmarks/corpus.py: valid documents in each shipped grammar, each with a
+The documents are benchmarks/corpora/main.py: valid documents in each shipped grammar, each with a
 corrupted version carrying one or two realistic slips. A scripted API (`ScriptedAPI`) stands in
 for the black box, the same for every method:
 
@@ -56,8 +56,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.corpus import CASES, JSON_KEYS_N, Case, check_corpus, load_grammar
-from benchmarks.corpus_other import GRAMMARS, OTHER_CASES, check_other_corpus, load_other_grammar
+from benchmarks.corpora.main import CASES, JSON_KEYS_N, Case, check_corpus, load_grammar
+from benchmarks.corpora.other import GRAMMARS, OTHER_CASES, check_other_corpus, load_other_grammar
 from grammars.grammar import Grammar
 
 P_CORRUPT = 0.7
@@ -716,8 +716,8 @@ def main() -> None:
         "--corpus",
         choices=("main", "other"),
         default="main",
-        help="benchmarks/corpus.py (shipped grammars) or benchmarks/corpus_other.py (TOML, HTML, "
-        "GraphQL from public sources)",
+        help="benchmarks/corpora/main.py (shipped grammars) or benchmarks/corpora/other.py "
+        "(TOML, HTML, GraphQL from public sources)",
     )
     args = parser.parse_args()
     print(run(args.quick, peer=not args.no_peer, corpus=args.corpus))

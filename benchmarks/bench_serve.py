@@ -2,8 +2,9 @@
 
     .venv/bin/python -m benchmarks.bench_serve [--quick]
 
-The server (backtrack.serve under uvicorn) and its upstream (tests/servers.py's MockServer,
-simulating an OpenAI-compatible API: each reply streamed in 8-character chunks, 2 ms apart) run
+The server (backtrack.serve.app under uvicorn) and its upstream (tests/support/servers.py's
+MockServer, simulating an OpenAI-compatible API: each reply streamed in 8-character chunks, 2 ms
+apart) run
 on 127.0.0.1 in this process, and the clients are httpx2 async clients on one event loop beside
 them, so all three share the machine's cores. Each client sends POST /v1/chat/completions one
 request after another: `pass-through` without a grammar, `guided` with an OpenAI
@@ -25,9 +26,9 @@ from typing import Any
 
 import httpx2
 
-from backtrack.serve import ServeConfig
-from tests.serve_server import running
-from tests.servers import MockServer, Reply, text
+from backtrack.serve.app import ServeConfig
+from tests.support.serve_server import running
+from tests.support.servers import MockServer, Reply, text
 
 LEVELS = (1, 8, 64)
 SCHEMA = {

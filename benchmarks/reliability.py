@@ -5,7 +5,8 @@
                                      [--workers W] [--output PATH]
     python -m benchmarks.reliability --provider P --fault F --seed S --index I --verbose
 
-The server and the judging of runs are tests/fault_server.py, the same as tests/test_faults.py
+The server and the judging of runs are tests/support/fault_server.py, the same as
+tests/unit/providers/test_faults.py
 uses at CI size. The API continues a known JSON document exactly (OpenAI chat replies sometimes
 repeat the committed text first, as chat models do) and injects faults at rate R per request:
 429 with Retry-After 0, 500, 503, drops mid-stream, stalls past the client's timeout, malformed
@@ -35,11 +36,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-# tests/ on the path, as pytest puts it: the fault server shares its HTTP plumbing with the
-# tests' protocol server (tests/servers.py), which it imports by that name.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from fault_server import (
+from tests.support.fault_server import (
     FAULTS,
     MIXED,
     NONE,

@@ -9,9 +9,9 @@
 `providers`, `local_target` and `backtrack` stand on this package; it imports none of them.
 """
 
+from grammars.checker import Checker, PrefixCheck
 from grammars.errors import BacktrackError, GrammarError, PartialResult, TextError
 from grammars.grammar import Grammar, GrammarLike, GrammarLimits
-from grammars.prefix import Checker, PrefixCheck
 from grammars.shipped import PARAMETRIC, describe, names, source
 
 __all__ = [

@@ -7,7 +7,7 @@
     │                       (providers.errors)
     ├── TargetError         the local model failed or was misused (local_target.errors)
     └── TextLostError       a run left out more of the API's text than its limit allows
-                            (backtrack.result)
+                            (backtrack.trace.result)
 
 Errors about a position carry both the character and the UTF-8 byte offset, and `context()` draws
 a caret under the spot. Errors that interrupt a guided generation carry the partial result, so no

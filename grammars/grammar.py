@@ -21,12 +21,12 @@ from typing import Any, Literal, Protocol, TypeAlias
 import llguidance
 
 from grammars import shipped
+from grammars.checker import Checker, PrefixCheck, as_text, byte_tokenizer, check
 from grammars.checks import GrammarLimits, check_lark, check_schema, check_size
 from grammars.errors import GrammarError, TextError
-from grammars.lark_source import translate
-from grammars.prefix import Checker, PrefixCheck, as_text, byte_tokenizer, check
-from grammars.relax import Relaxation, one_of_places, relax
-from grammars.schema import Validator, loosen
+from grammars.json_schema.build import Validator, loosen
+from grammars.json_schema.relax import Relaxation, one_of_places, relax
+from grammars.lark.source import translate
 
 __all__ = ["Grammar", "GrammarLimits"]
 
@@ -148,12 +148,13 @@ class Grammar:
         # keyed by id(tokenizer); the tokenizer is kept alive beside its matcher (few exist)
         self._pristine: dict[int, tuple[llguidance.LLTokenizer, llguidance.LLMatcher]] = {}
         self._lark: Any = None
-        # A JSON schema's drafts are checked in any key order (grammars/schema.py): then `strict`
-        # is the schema's own grammar, in its order, and `validator` decides a whole document.
+        # A JSON schema's drafts are checked in any key order (grammars/json_schema/build.py): then
+        # `strict` is the schema's own grammar, in its order, and `validator` decides a whole
+        # document.
         self.strict: Grammar | None = None
         self.validator: Validator | None = None
-        # What of a JSON schema this grammar does not enforce (grammars/relax.py); the validator
-        # decides those keywords whenever one is `checked`.
+        # What of a JSON schema this grammar does not enforce (grammars/json_schema/relax.py); the
+        # validator decides those keywords whenever one is `checked`.
         self.relaxed: tuple[Relaxation, ...] = ()
         # Compiled now, so that a grammar the engine refuses fails here, not at its first check.
         pristine = self._pristine_for(byte_tokenizer())

@@ -1,6 +1,6 @@
 """The retry policy, in one place: which failures to retry, how long to wait, how many times.
 
-The guide driver (backtrack.driver) retries each whole draft round, not each HTTP request: a
+The guide driver (backtrack.run.driver) retries each whole draft round, not each HTTP request: a
 connection dropped mid-stream must resume from the text committed so far, which only the loop
 knows. Drafters therefore never retry by themselves, and the SDK clients they are given do not
 either: each drafter calls its client through `without_sdk_retries(client)` (a copy with

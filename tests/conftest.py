@@ -1,7 +1,7 @@
 """Shared fixtures: scripted local servers for the provider SDKs, and clients pointed at them.
 
-    openai_server / anthropic_server     a MockServer (tests/servers.py), one per session, reset
-                                         for each test
+    openai_server / anthropic_server     a MockServer (tests/support/servers.py), one per
+                                         session, reset for each test
     openai_client / anthropic_client     factories of real SDK clients (sync; `asynchronous=True`
                                          for the async twin) on those servers, with max_retries=0
                                          and a dummy key; closed after the test
@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from servers import MockServer
+
+from tests.support.servers import MockServer
 
 if TYPE_CHECKING:
     from local_target import LocalTarget
@@ -62,7 +63,8 @@ def anthropic_server(_anthropic_mock: MockServer) -> Iterator[MockServer]:
 def smollm2() -> Iterator[LocalTarget]:
     """The real SmolLM2-135M-Instruct target, loaded once per test session."""
     # Imported here, not at the top: local_target imports torch (seconds), which a run of test
-    # modules that need no model (`pytest tests/test_grammar.py`) would otherwise pay for.
+    # modules that need no model (`pytest tests/unit/grammars/test_grammar.py`) would otherwise pay
+    # for.
     import torch
 
     from local_target import LocalTarget

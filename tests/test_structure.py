@@ -83,5 +83,5 @@ def test_the_graph_is_read_from_the_tree() -> None:
     # The two tests above would pass on an empty graph: check the reader finds known edges.
     assert "grammars.errors" in GRAPH["providers.errors"]
     assert "grammars.shipped" in GRAPH["grammars.grammar"]
-    assert {"providers.base", "backtrack.trace"} <= GRAPH["backtrack.loop"]
+    assert {"providers.base", "backtrack.trace.record"} <= GRAPH["backtrack.run.loop"]
     assert all(name.split(".")[0] in PACKAGES for deps in GRAPH.values() for name in deps)

@@ -1,0 +1,1 @@
+"""The command line: `backtrack demo`, `backtrack run`, `backtrack serve`."""

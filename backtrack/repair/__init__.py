@@ -1,0 +1,1 @@
+"""Repairs: the search for the cheapest edit after which a draft fits, and its notations."""

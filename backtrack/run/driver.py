@@ -1,0 +1,268 @@
+"""One driver for guide() and aguide(): a run's steps as effects, with no I/O.
+
+A Run's steps are a generator: `start()` gives the first effect; after performing one, the shell
+hands its outcome to `send()` (or what it raised to `throw()`) and gets the next effect, until it
+gets the GuideResult. The effects:
+
+    Draft(request)  open the drafter's stream, feed each chunk to `run.feed()` (False: stop
+                    reading), close it; send the stream back, or throw in what it raised
+    Wait(seconds)   sleep, then send None (a retry's backoff)
+    Correct(call)   run the local target's correction; send the Correction back, or throw in
+                    the TargetError
+
+and returns the GuideResult. Retries, the partial result on every error, and the end of the run
+are decided here once; backtrack.run.guide holds the two short shells that perform the effects.
+
+`on_text`, when given, is called with each piece of the output as it becomes final (the loop's
+`final_chars()`): after a chunk, a correction or a round's end, and the rest with the result. The
+pieces concatenated are the result's text; a run that fails has passed on a prefix of its partial
+text.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from backtrack.local_drafter import SessionDrafter
+from backtrack.run.loop import GuideLoop, TargetCall
+from backtrack.run.options import GuideOptions
+from backtrack.trace.result import GuideResult, TextLostError
+from grammars import Grammar, GrammarLike, TextError
+from local_target import Correction, LocalTarget, TargetSession
+from local_target.errors import TargetError
+from providers import as_drafter
+from providers.base import (
+    AsyncDrafter,
+    AsyncDraftStream,
+    Drafter,
+    DraftRequest,
+    DraftStream,
+    Prompt,
+)
+from providers.errors import ProviderError, masked
+from providers.retry import next_wait
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Draft:
+    request: DraftRequest
+
+
+@dataclass(frozen=True)
+class Wait:
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Correct:
+    call: TargetCall
+
+
+Effect = Draft | Wait | Correct
+Outcome: TypeAlias = DraftStream | AsyncDraftStream | Correction | None
+
+_default_target: LocalTarget | None = None
+_default_lock = threading.Lock()
+
+
+def default_target() -> LocalTarget:
+    """The shared LocalTarget.default() (SmolLM2-135M), loaded on first use."""
+    global _default_target
+    with _default_lock:
+        if _default_target is None:
+            _default_target = LocalTarget.default()
+        return _default_target
+
+
+class Run:
+    """One guided run: its checked arguments, its loop, and its target session.
+
+    Everything is checked before any call: a bad argument never costs an API call."""
+
+    def __init__(
+        self,
+        drafter: object,
+        grammar: GrammarLike,
+        prompt: Prompt,
+        target: LocalTarget | None,
+        options: GuideOptions,
+        on_text: Callable[[str], None] | None = None,
+    ) -> None:
+        self.options = options
+        self.on_text = on_text
+        self._passed = 0  # characters of the output given to on_text so far
+        self.loop = GuideLoop(Grammar.coerce(grammar), prompt, options, self._likeliest)
+        self.drafter: Drafter | AsyncDrafter = as_drafter(drafter)
+        self.prompt = prompt
+        self.target = target
+        # A drafter on the target's own model drafts in the run's session: one KV cache.
+        self._shares = isinstance(self.drafter, SessionDrafter) and (
+            target is None or target is self.drafter.target
+        )
+        self._session: TargetSession | None = None
+        self._effects: Generator[Effect, Outcome, GuideResult] | None = None
+        self._retries = 0  # of the draft round under way
+
+    def prepare(self) -> None:
+        """Load what the run needs before its first draft: the shared session, when the drafter
+        drafts on the target's model (a forward pass over the prompt; the async shell runs this
+        in a thread)."""
+        if self._shares and isinstance(self.drafter, SessionDrafter):
+            self.target = self.drafter.target
+            self.drafter = self.drafter.in_session(self.session())
+
+    def session(self) -> TargetSession:
+        """The run's session on the target (loads the default target on first use)."""
+        if self._session is None:
+            target = self.target if self.target is not None else default_target()
+            self._session = target.session(self.prompt)
+        return self._session
+
+    def _likeliest(self, texts: list[str]) -> int:
+        """Which of repairs that tie the target finds likeliest (blocking: forward passes)."""
+        return self.session().likeliest(texts)
+
+    def correct(self, call: TargetCall, cancel: threading.Event | None = None) -> Correction:
+        """The target's correction for `call` (blocking: forward passes)."""
+        return self.session().correct(
+            call.text,
+            call.grammar,
+            max_tokens=call.max_tokens,
+            until=call.until,
+            sampling=self.options.sampling,
+            cancel=cancel,
+            hint=call.hint,
+        )
+
+    def feed(self, chunk: str, stripped: str) -> bool:
+        """A chunk of the current draft for the loop (`loop.on_chunk`); False: stop reading."""
+        more = self.loop.on_chunk(chunk, stripped=stripped)
+        self._pass_on(self.loop.final_chars())
+        return more
+
+    def _pass_on(self, final: int, text: str | None = None) -> None:
+        """Give on_text the output's characters up to `final` it has not had."""
+        if self.on_text is not None and final > self._passed:
+            piece = (self.loop.text if text is None else text)[self._passed : final]
+            self._passed = final
+            self.on_text(piece)
+
+    def start(self) -> Effect | GuideResult:
+        """The first effect to perform (or the result already)."""
+        self._effects = self._steps()
+        return self.send(None)
+
+    def send(self, outcome: Outcome) -> Effect | GuideResult:
+        """The next effect, after the last one gave `outcome`; the result at the end."""
+        return self._resume(lambda steps: steps.send(outcome))
+
+    def throw(self, failure: Exception) -> Effect | GuideResult:
+        """The next effect, after the last one raised `failure` (or the error that ends the
+        run, raised here with its partial result)."""
+        return self._resume(lambda steps: steps.throw(failure))
+
+    def stop(self, error: Exception) -> GuideResult:
+        """End the run from outside (its time limit), between two steps: the result so far, a
+        draft round under way recorded as failed with `error`. The run takes no more steps."""
+        if self._effects is not None:
+            self._effects.close()
+        self.loop.stopped(error, retries=self._retries)
+        return self.loop.result()
+
+    def _resume(
+        self, step: Callable[[Generator[Effect, Outcome, GuideResult]], Effect]
+    ) -> Effect | GuideResult:
+        if self._effects is None:
+            raise RuntimeError("the run was not started")
+        try:
+            return step(self._effects)
+        except StopIteration as done:
+            result: GuideResult = done.value
+            self._pass_on(len(result.text), result.text)
+            return result
+
+    def _steps(self) -> Generator[Effect, Outcome, GuideResult]:
+        loop = self.loop
+        while (step := loop.step()) != "done":
+            if step == "draft":
+                yield from self._draft_round()
+                continue
+            call = loop.target_call()
+            if call is None:
+                continue  # the budget is spent and completion is off: the loop is done
+            try:
+                correction = yield Correct(call)
+            except TargetError as exc:
+                logger.warning("the local target failed: %s", exc)
+                loop.target_failed(exc)  # the partial result rides on the error
+                raise
+            if not isinstance(correction, Correction):
+                raise TypeError(f"a Correct effect needs a Correction back, got {correction!r}")
+            loop.apply_correction(correction)
+            self._pass_on(loop.final_chars())
+        result = loop.result()
+        limit = self.options.max_lost_chars
+        if limit is not None and result.lost_chars > limit:
+            raise TextLostError(result, limit)
+        return result
+
+    def _draft_round(self) -> Generator[Effect, Outcome, None]:
+        """One draft round, retried as a whole from the committed text while the policy says so."""
+        loop = self.loop
+        attempt = 1
+        self._retries = 0
+        while True:
+            try:
+                stream = yield Draft(loop.draft_request())
+                if not isinstance(stream, (DraftStream, AsyncDraftStream)):
+                    raise TypeError(f"a Draft effect needs a stream back, got {stream!r}")
+                if empty := loop.empty_reply(stream):
+                    raise empty
+                break
+            except Exception as exc:
+                wait = next_wait(attempt, exc, self.options.max_attempts)
+                if wait is None:
+                    error = self._failed(exc, attempt - 1)
+                    if error is exc:
+                        raise  # its own cause stays; it is not made its own
+                    raise error from exc
+                logger.debug(
+                    "draft attempt %d failed (%s); retrying in %.2f s",
+                    attempt,
+                    type(exc).__name__,
+                    wait,
+                )
+                yield Wait(wait)
+                attempt += 1
+                self._retries = attempt - 1
+        loop.end_draft(
+            finish_reason=stream.finish_reason,
+            input_tokens=stream.usage.input_tokens,
+            output_tokens=stream.usage.output_tokens,
+            request_id=stream.request_id,
+            retries=attempt - 1,
+            stripped=stream.stripped,
+        )
+        self._pass_on(loop.final_chars())
+
+    def _failed(self, exc: Exception, retries: int) -> Exception:
+        """Record a draft round that failed for good; the error to raise, carrying the partial
+        result. A TextError is the check's, not the drafter's (the grammar passed its work
+        budget on the draft): it stays one. Anything else that is no ProviderError becomes one."""
+        self.loop.draft_failed(exc, retries=retries)
+        error: TextError | ProviderError
+        if isinstance(exc, TextError):
+            error = exc
+        elif isinstance(exc, ProviderError):
+            error = masked(exc)  # a custom drafter's own error may quote a key
+        else:
+            error = masked(ProviderError(f"the drafter failed: {type(exc).__name__}: {exc}"))
+        error.partial = self.loop.result()
+        logger.warning("the run ended after %d retries: %s", retries, error)
+        return error

@@ -1,0 +1,1 @@
+"""What a run did: its trace, spans, result and HTML rendering."""

@@ -1,0 +1,110 @@
+"""GuideResult: what guide() returns, with its counts (from the trace) and its HTML view."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from backtrack.trace.html import render
+from backtrack.trace.record import Drop, StopReason, Trace
+from grammars import BacktrackError, Grammar
+from providers.base import Usage
+
+
+@dataclass(frozen=True)
+class GuideResult:
+    """The outcome of guide(): `text`, whether it is `valid` (parses), and the full `trace`."""
+
+    text: str
+    valid: bool
+    complete: bool
+    stop_reason: StopReason
+    trace: Trace
+    seconds: float
+    grammar: Grammar | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def rounds(self) -> int:
+        return len(self.trace.rounds)
+
+    @property
+    def api_calls(self) -> int:
+        return self.trace.api_calls
+
+    @property
+    def corrections(self) -> int:
+        return self.trace.corrections
+
+    @property
+    def repairs(self) -> int:
+        return self.trace.repairs
+
+    @property
+    def accepted_chars(self) -> int:
+        return self.trace.accepted_chars
+
+    @property
+    def rejected_chars(self) -> int:
+        return self.trace.rejected_chars
+
+    @property
+    def local_tokens(self) -> int:
+        return self.trace.local_tokens
+
+    @property
+    def kept(self) -> float:
+        """The share of the API's answer text the output carries as written (Trace.kept)."""
+        return self.trace.kept
+
+    @property
+    def lost_chars(self) -> int:
+        """Characters of the API's answer text the output does not carry (Trace.lost_chars)."""
+        return self.trace.lost_chars
+
+    @property
+    def drops(self) -> tuple[Drop, ...]:
+        """The API's text left out, each with its reason (preamble, trailing, fence...)."""
+        return self.trace.drops
+
+    @property
+    def reused_chars(self) -> int:
+        return self.trace.reused_chars
+
+    @property
+    def usage(self) -> Usage:
+        return self.trace.usage
+
+    @functools.cached_property
+    def tree(self) -> Any:
+        """The lark parse tree of `text` (Lark grammars only)."""
+        if self.grammar is None:
+            raise ValueError("this result carries no grammar")
+        return self.grammar.parse(self.text)
+
+    def to_html(self) -> str:
+        """The trace as one self-contained HTML page (backtrack.trace.html)."""
+        return render(
+            self.trace, valid=self.valid, stop_reason=self.stop_reason, seconds=self.seconds
+        )
+
+    def save_html(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.write_text(self.to_html(), encoding="utf-8")
+        return path
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+
+class TextLostError(BacktrackError):
+    """A run left out more of the API's answer text than `GuideOptions.max_lost_chars` allows.
+    `partial` is the whole result (valid or not): its `drops` and trace say what was lost."""
+
+    def __init__(self, result: GuideResult, limit: int) -> None:
+        self.partial = result
+        super().__init__(
+            f"{result.lost_chars} non-blank characters of the API's answer text were left out, "
+            f"more than max_lost_chars={limit} ({result.kept:.0%} kept)"
+        )

@@ -1,0 +1,65 @@
+"""The trace's spans as a run writes them: adjacent pieces of one origin and round make one span
+(a draft streamed in 4-character chunks would otherwise cost a Span per chunk), and output text
+a repair takes back becomes "deleted" spans where it was."""
+
+from __future__ import annotations
+
+from backtrack.trace.record import OUTPUT_ORIGINS, Origin, Span
+from grammars.checker import append_piece
+
+
+class SpanLog:
+    def __init__(self) -> None:
+        self._spans: list[Span] = []
+        # The last span's text, still growing.
+        self._open: tuple[Origin, int, list[str]] | None = None
+
+    def add(self, text: str, origin: Origin, round_: int) -> None:
+        if not text:
+            return
+        if self._open is not None and self._open[:2] == (origin, round_):
+            append_piece(self._open[2], text)
+            return
+        self._close()
+        self._open = (origin, round_, [text])
+
+    def _close(self) -> None:
+        if self._open is not None:
+            origin, round_, pieces = self._open
+            self._spans.append(Span("".join(pieces), origin, round_))
+            self._open = None
+
+    def all(self) -> tuple[Span, ...]:
+        """Every span so far, in order."""
+        self._close()
+        return tuple(self._spans)
+
+    def retract(self, chars: int, *, shown: bool = True) -> None:
+        """The last `chars` characters of output become a "deleted" span, in place (or go from
+        the trace when not `shown`: text that is read again after an insertion; and always, for
+        text a repair inserted)."""
+        self._close()
+        total = sum(len(s.text) for s in self._spans if s.origin in OUTPUT_ORIGINS)
+        self.delete(total - chars, total, shown=shown)
+
+    def delete(self, start: int, end: int, *, shown: bool = True) -> None:
+        """Output characters `start` to `end` become "deleted" spans where they are, in their
+        rounds (see `retract`)."""
+        self._close()
+        spans: list[Span] = []
+        at = 0  # where the span starts in the output
+        for span in self._spans:
+            first, at = at, at + len(span.text) if span.origin in OUTPUT_ORIGINS else at
+            if span.origin not in OUTPUT_ORIGINS or at <= start or first >= end:
+                spans.append(span)
+                continue
+            cut = slice(max(first, start) - first, min(at, end) - first)
+            pieces = [
+                (span.text[: cut.start], span.origin),
+                (span.text[cut] if shown and span.origin != "edit" else "", "deleted"),
+                (span.text[cut.stop :], span.origin),
+            ]
+            spans += [Span(text, origin, span.round) for text, origin in pieces if text]
+        if start < 0 or end > at:
+            raise RuntimeError("a repair took back more than the output holds")
+        self._spans[:] = spans

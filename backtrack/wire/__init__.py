@@ -1,0 +1,1 @@
+"""OpenAI and Anthropic wire shapes: requests read, replies and stream events written."""

@@ -1,0 +1,1 @@
+"""Corpora of drafts with slips, shared by the benchmarks and the tests."""

@@ -1,0 +1,1 @@
+"""JSON schemas: the grammar built from one, its relaxations and its semantic checks."""

@@ -1,0 +1,1 @@
+"""Lark grammars: reading, imports, templates, and writing them for llguidance."""

@@ -1,0 +1,1 @@
+"""What the tests and benchmarks share: protocol servers, fault server, scripted APIs, samplers."""

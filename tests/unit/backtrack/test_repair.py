@@ -1,0 +1,445 @@
+"""Repairs as edits: a slip is deleted, replaced or filled in, and the draft is read on from the
+same stream, with no new call and no local model.
+
+The APIs here replay fixed text and never read the grammar (tests/support/scripted.py); the target
+is a ScriptedTarget with nothing to say, so a test fails if a correction is asked for.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import providers
+from backtrack import Grammar, GuideResult, guide, wrap
+from backtrack.repair.search import RepairLimits, search
+from backtrack.trace.record import OUTPUT_ORIGINS
+from grammars import Checker
+from tests.support.scripted import ScriptedAPI, ScriptedTarget
+from tests.support.servers import text
+
+NO_CORRECTIONS = {"max_corrections": 0, "complete_on_budget": False}
+
+
+def repaired(grammar: str | Grammar, draft: str, *, chunk: int = 0, **options: Any) -> GuideResult:
+    api = ScriptedAPI(draft, chunk=chunk)
+    fn = api.stream if chunk else api
+    settings = {**NO_CORRECTIONS, **options}
+    result = guide(
+        providers.FunctionDrafter(fn), grammar, prompt="p", target=ScriptedTarget(), **settings
+    )
+    assert api.calls == result.api_calls
+    return result
+
+
+def spans(result: GuideResult) -> list[tuple[str, str]]:
+    return [(s.origin, s.text) for s in result.trace.spans]
+
+
+# -- the two examples of the issue -----------------------------------------------------------------
+
+
+def test_a_trailing_comma_is_deleted_through_the_openai_sdk(
+    openai_server: Any, openai_client: Any
+) -> None:
+    openai_server.script(text('{"city": "Oslo", "pop": 709000,}', chunk_size=4))
+    client = wrap(openai_client(), target=ScriptedTarget(), **NO_CORRECTIONS)
+    reply = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Oslo"}], grammar="json"
+    )
+    assert reply.choices[0].message.content == '{"city": "Oslo", "pop": 709000}'
+    result = reply.guide_result
+    assert (result.api_calls, result.corrections, result.repairs) == (1, 0, 1)
+    assert len(openai_server.bodies) == 1
+    assert spans(result) == [
+        ("draft", '{"city": "Oslo", "pop": 709000'),
+        ("deleted", ","),
+        ("draft", "}"),
+    ]
+
+
+def test_wrong_quotes_and_trailing_commas_keep_every_field() -> None:
+    result = repaired("json", """{'name': 'Bob', "age": 42, "tags": ["a", "b",],}""")
+    assert result.text == '{"name": "Bob", "age": 42, "tags": ["a", "b"]}'
+    assert (result.valid, result.api_calls, result.corrections) == (True, 1, 0)
+    assert spans(result) == [
+        ("draft", "{"),
+        ("skipped", "'name'"),
+        ("edit", '"name"'),
+        ("draft", ": "),
+        ("skipped", "'Bob'"),
+        ("edit", '"Bob"'),
+        ("draft", ', "age": 42, "tags": ["a", "b"'),
+        ("deleted", ","),
+        ("draft", "]"),
+        ("deleted", ","),
+        ("draft", "}"),
+    ]
+    edits = [(e.deleted, e.skipped, e.inserted) for e in result.trace.rounds[0].repairs]
+    assert edits == [("", "'name'", '"name"'), ("", "'Bob'", '"Bob"'), (",", "", ""), (",", "", "")]
+
+
+# -- per slip kind, over the shipped grammars ------------------------------------------------------
+
+SLIPS = [
+    # (grammar, draft, the one-edit repair)
+    ("json", '{"a": [1, 2, 3,], "b": null}', '{"a": [1, 2, 3], "b": null}'),  # trailing separator
+    ("json", '{"a": 1, "b": 2,}', '{"a": 1, "b": 2}'),
+    ("json", "{'a': 1, 'b': 'x y'}", '{"a": 1, "b": "x y"}'),  # wrong quotes
+    ("json", '{"ok": True, "no": False, "v": None}', '{"ok": true, "no": false, "v": null}'),
+    ("json", '{"a": [1, 2, 3}, "b": null}', '{"a": [1, 2, 3], "b": null}'),  # wrong bracket
+    ("json", '{"a": [1, 2, 3]]}', '{"a": [1, 2, 3]}'),  # extra closing bracket
+    ("json", '{"a": 1 "b": 2}', '{"a": 1 ,"b": 2}'),  # missing separator
+    ("json", '{"a": 1, "b": 2;}', '{"a": 1, "b": 2}'),  # stray character
+    ("json", '{"name": "Ann", "age": 3O}', '{"name": "Ann", "age": 3}'),
+    (
+        "sqlite",
+        "SELECT name FROM users WHERE name ILIKE 'a%' LIMIT 5;",
+        "SELECT name FROM users WHERE name LIKE 'a%' LIMIT 5;",
+    ),
+    ("sqlite", "SELECT a, b, FROM t WHERE x = 1;", "SELECT a, b FROM t WHERE x = 1;"),
+    ("sqlite", "SELECT name FROM users WHERE id = 1;;", "SELECT name FROM users WHERE id = 1;"),
+    ("sqlite", "SELECT name FROM users WHERE age > 3);", "SELECT name FROM users WHERE age > 3;"),
+    ("arithmetic", "1 + 2 * (3 + 4))", "1 + 2 * (3 + 4)"),
+    ("arithmetic", "1 + + 2", "1 +  2"),
+    # A closing bracket forgotten further back: inserted there, the text after it read again.
+    ("json", '{"a": [[1, 2], [3, 4], "b": 2}', '{"a": [[1, 2], [3, 4]], "b": 2}'),
+    ("python_expr", "x = f(a, b\ny = 2", "x = f(a, b)\ny = 2"),
+    # Operators of another notation, by what they mean where the grammar has it.
+    ("arithmetic", "2**10 + 3**2", "2^10 + 3^2"),
+    ("arithmetic", "(3 × 4 + 2) ÷ 7", "(3 * 4 + 2) / 7"),
+    ("python_expr", "ok = a && b", "ok = a and b"),
+    ("python_expr", "ok = a || !c", "ok = a or not c"),  # a meaning with its blank: `not `
+    # A string without its quotes that starts like a number.
+    ("json", '{"ip": 10.0.0.2, "n": 1}', '{"ip": "10.0.0.2", "n": 1}'),
+    # The one keyword the grammar allows, left out.
+    ("sqlite", "SELECT a FROM t ORDER a DESC;", "SELECT a FROM t ORDER BY a DESC;"),
+    # A quotation in a string, its quotes not escaped.
+    ("json", '{"q": "She said "hi" to me", "n": 1}', '{"q": "She said \\"hi\\" to me", "n": 1}'),
+    # Phrases of other SQL dialects, as SQLite writes them.
+    ("sqlite", "SELECT a FROM t WHERE b SIMILAR TO 'x%';", "SELECT a FROM t WHERE b LIKE 'x%';"),
+    (
+        "sqlite",
+        "SELECT a FROM t ORDER BY a FETCH FIRST 5 ROWS ONLY;",
+        "SELECT a FROM t ORDER BY a LIMIT 5;",
+    ),
+    ("sqlite", "SELECT price::integer AS p FROM t;", "SELECT CAST(price AS integer) AS p FROM t;"),
+    # A slip early in the answer, not a preamble: the answer starts at the reply's start.
+    ("python_expr", "x = 1; y = 2; z = x + y", "x = 1\ny = 2\nz = x + y"),
+    ("sqlite", "-- all\n# rows\nSELECT a FROM t;", "-- all\n-- rows\nSELECT a FROM t;"),
+    # A comment where the grammar has none: deleted as one edit, its line's end kept.
+    ("json", '{"port": 8080, // the default\n "host": "a"}', '{"port": 8080, \n "host": "a"}'),
+    ("json", '{"port": 8080, /* the default */ "host": "a"}', '{"port": 8080,  "host": "a"}'),
+    ("sqlite", "SELECT a FROM t # rows\nWHERE b = 1;", "SELECT a FROM t -- rows\nWHERE b = 1;"),
+]
+
+
+@pytest.mark.parametrize(("grammar", "draft", "expected"), SLIPS)
+@pytest.mark.parametrize("chunk", [0, 3], ids=["whole", "streamed"])
+def test_a_slip_is_repaired_with_one_call(
+    grammar: str, draft: str, expected: str, chunk: int
+) -> None:
+    result = repaired(grammar, draft, chunk=chunk)
+    assert result.text == expected
+    assert (result.valid, result.api_calls, result.corrections) == (True, 1, 0)
+    assert result.repairs >= 1
+    assert "".join(s.text for s in result.trace.spans if s.origin in OUTPUT_ORIGINS) == expected
+
+
+@pytest.mark.parametrize(
+    ("grammar", "draft"),
+    [
+        ("json", '{"a": [1, 2, 3], "b": {"c": "x, y"}}'),
+        ("sqlite", "SELECT name, age FROM users WHERE age > 3 ORDER BY age LIMIT 5;"),
+        ("arithmetic", "1 + 2 * (3 + 4)"),
+    ],
+)
+def test_a_valid_draft_passes_through_untouched(grammar: str, draft: str) -> None:
+    result = repaired(grammar, draft, chunk=5)
+    assert result.text == draft and spans(result) == [("draft", draft)]
+    assert (result.api_calls, result.repairs) == (1, 0)
+
+
+@pytest.mark.parametrize("chunk", [0, 3], ids=["whole", "streamed"])
+def test_quotes_put_right_just_before_the_next_slip(chunk: int) -> None:
+    """After the last value's quotes are mended, nothing of the draft fits until its trailing
+    comma goes: one path of edits, not a correction."""
+    draft = "{'name': 'Ann', 'city': 'Oslo',}"
+    result = repaired(Grammar.load("json_keys", n=2), draft, chunk=chunk)
+    assert result.text == '{"name": "Ann", "city": "Oslo"}'
+    assert (result.api_calls, result.corrections) == (1, 0)
+
+
+@pytest.mark.parametrize(
+    ("grammar", "draft", "dropped", "expected"),
+    [
+        ("arithmetic", "Sure: 1 + 2 * x", "Sure: ", "1 + 2 * x"),  # prose, with its blank
+        ("json", '<b>JSON</b>\n{"a": 1}', "<b>JSON</b>\n", '{"a": 1}'),  # no repair from 0
+    ],
+)
+def test_a_preamble_is_dropped_when_it_reads_as_prose_or_has_no_repair(
+    grammar: str, draft: str, dropped: str, expected: str
+) -> None:
+    result = repaired(grammar, draft)
+    assert spans(result) == [("dropped", dropped), ("draft", expected)]
+
+
+@pytest.mark.parametrize(
+    ("rest", "inserted"), [("(x + 4) + 1", " * "), ("(x+4)+1", "*"), ("(x)", "*")]
+)
+def test_edits_that_tie_go_to_the_model_with_the_drafts_text_after_them(
+    rest: str, inserted: str
+) -> None:
+    """`2(x + 4)`: every operator inserted costs one edit; `prefer` picks among them. The one
+    picked is spaced as the draft spaces its own operators."""
+    checker = Grammar.load("arithmetic").checker()
+    checker.feed("2")
+    offered: list[list[str]] = []
+
+    def prefer(texts: list[str]) -> int:
+        offered.append(texts)
+        return texts.index(f"2*{rest}")
+
+    edit = search(checker, rest, final=True, floor=0, limits=RepairLimits(), prefer=prefer)
+    assert edit is not None and edit.insert == inserted
+    (texts,) = offered
+    assert {f"2*{rest}", f"2+{rest}", f"2%{rest}"} <= set(texts)
+    assert checker.text == "2"
+
+
+def test_one_cheapest_edit_asks_the_model_nothing() -> None:
+    checker = Grammar.load("json").checker()
+    checker.feed('{"a": 1,')
+    asked: list[list[str]] = []
+
+    def prefer(texts: list[str]) -> int:
+        asked.append(texts)
+        return 0
+
+    edit = search(checker, "}", final=True, floor=0, limits=RepairLimits(), prefer=prefer)
+    assert edit is not None and edit.deleted == "," and asked == []
+
+
+@pytest.mark.e2e
+def test_smollm2_breaks_a_tie_as_the_api_meant(target: Any) -> None:
+    api = ScriptedAPI("2(x + 4) + 1")
+    result = guide(
+        providers.FunctionDrafter(api), "arithmetic", prompt="p", target=target, **NO_CORRECTIONS
+    )
+    assert (result.text, result.api_calls) == ("2 * (x + 4) + 1", 1)
+
+
+@pytest.mark.parametrize(
+    ("grammar", "draft", "expected"),
+    [
+        # Strings in the quotes GraphQL takes: not names (`[zuck, ...]` would be enum values).
+        ("graphql", "{ p(h: ['a', 'b-c']) { id } }", '{ p(h: ["a", "b-c"]) { id } }'),
+        # An input object's keys quoted as in JSON: bare names.
+        (
+            "graphql",
+            '{ p(at: { "x": 1.5, "y": -2 }) { id } }',
+            "{ p(at: { x: 1.5, y: -2 }) { id } }",
+        ),
+        # The keyword a fragment needs, left out.
+        ("graphql", "{ a }\n\nfragment f User { id }", "{ a }\n\nfragment f on User { id }"),
+        # A YAML key's value where TOML writes `key = value`.
+        ("toml", 'name = "Nail"\ncolor: "gray"\n', 'name = "Nail"\ncolor = "gray"\n'),
+        # JSX attributes where HTML goes: className, htmlFor and a style object.
+        (
+            "html",
+            "<div className=\"a\" style={{marginTop: '4px', color: 'red'}}>x</div>\n",
+            '<div class="a" style="margin-top: 4px; color: red;">x</div>\n',
+        ),
+        ("html", '<label htmlFor="n">Name</label>\n', '<label for="n">Name</label>\n'),
+        # An attribute's value without quotes: quoted, not joined to the name (`aria-label-nav`).
+        ("html", "<nav aria-label=nav>x</nav>\n", '<nav aria-label="nav">x</nav>\n'),
+    ],
+)
+def test_notations_of_other_formats(grammar: str, draft: str, expected: str) -> None:
+    """On the second corpus's grammars (benchmarks/grammars)."""
+    from benchmarks.corpora.other import load_other_grammar
+
+    result = repaired(load_other_grammar(grammar), draft)
+    assert (result.text, result.api_calls, result.corrections) == (expected, 1, 0)
+
+
+@pytest.mark.parametrize(
+    ("draft", "expected", "edit"),
+    [
+        # Left out: the one end tag the grammar allows, inserted before the draft's own.
+        (
+            '<ul><li><a href="#">x</li></ul>',
+            '<ul><li><a href="#">x</a></li></ul>',
+            [("edit", "</a>"), ("draft", "</li></ul>")],
+        ),
+        # Written twice: deleted whole, not made a start tag (`<li>`, which the draft never
+        # closes).
+        (
+            "<div><p>one</p></p>\n<p>two</p></div>\n",
+            "<div><p>one</p>\n<p>two</p></div>\n",
+            [("deleted", "</"), ("skipped", "p>"), ("draft", "\n<p>two</p></div>\n")],
+        ),
+        # In the wrong order: swapped.
+        (
+            '<ul>\n  <li><a href="#">Prev</li></a>\n  <li>1</li>\n</ul>\n',
+            '<ul>\n  <li><a href="#">Prev</a></li>\n  <li>1</li>\n</ul>\n',
+            [("deleted", "</"), ("skipped", "li></a>"), ("edit", "</a></li>")],
+        ),
+    ],
+)
+def test_an_end_tag_is_one_bracket(draft: str, expected: str, edit: list[tuple[str, str]]) -> None:
+    """HTML (benchmarks/grammars/html.lark) closes with end tags as JSON does with brackets: one
+    left out, written twice or swapped is one edit, and the API's text around it is kept."""
+    from benchmarks.corpora.other import load_other_grammar
+
+    result = repaired(load_other_grammar("html"), draft)
+    assert (result.text, result.api_calls, result.corrections) == (expected, 1, 0)
+    shown = spans(result)
+    at = shown.index(edit[0])
+    assert shown[at : at + len(edit)] == edit
+
+
+@pytest.mark.parametrize(
+    ("draft", "skipped"),
+    [
+        ('{"zz": true, "a": 1, "b": "x"}', 'zz": true, '),
+        ('{"a": 1, "zz": [1, {"q": 2}], "b": "x"}', 'zz": [1, {"q": 2}], '),
+        ('{"a": 1, "b": "x", "zz": null}', 'zz": null'),
+    ],
+)
+def test_a_key_the_schema_lacks_is_deleted_with_its_value(draft: str, skipped: str) -> None:
+    """Not its value given to the next key (`"lang": "412"`), nor a name made up for it."""
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+        "required": ["a", "b"],
+        "additionalProperties": False,
+    }
+    result = repaired(Grammar.coerce(schema), draft)
+    assert (result.text, result.api_calls) == ('{"a": 1, "b": "x"}', 1)
+    assert [t for o, t in spans(result) if o == "skipped"] == [skipped]
+
+
+def test_a_forgotten_bracket_is_shown_as_one_insertion() -> None:
+    result = repaired("json", '{"a": [1, 2, "b": 3}')
+    assert spans(result) == [("draft", '{"a": [1, 2'), ("edit", "]"), ("draft", ', "b": 3}')]
+    edits = [(e.at, e.deleted, e.skipped, e.inserted) for e in result.trace.rounds[0].repairs]
+    assert edits == [(11, "", "", "]")]
+
+
+def test_prose_where_json_goes_on_is_not_edited_word_by_word() -> None:
+    # An edit every few characters is no slip: after three within 16 characters the loop stops
+    # repairing, the target corrects and the API goes on. No word of the prose is kept.
+    api = ScriptedAPI('{"a": 1, "b": 2}', drafts=['{"a": 1, I think the next key is b'])
+    target = ScriptedTarget('"b"')
+    result = guide(providers.FunctionDrafter(api), "json", prompt="p", target=target)
+    assert json.loads(result.text) == {"a": 1, "b": 2}
+    assert (result.corrections, result.api_calls) == (1, 2)
+    assert result.trace.rounds[0].repairs and len(result.trace.rounds[0].repairs) <= 3
+    assert not any(word in result.text for word in ("think", "next", "key"))
+
+
+def test_repairs_can_be_turned_off() -> None:
+    result = repaired("json", '{"a": 1, "b": 2,}', repair_window=0)
+    assert result.text == '{"a": 1, "b": 2,' and result.repairs == 0
+    assert spans(result)[-1] == ("rejected", "}")
+
+
+def test_a_stream_that_drops_while_a_repair_reads_on_resumes_from_the_committed_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import providers.retry
+
+    monkeypatch.setattr(providers.retry, "backoff", lambda attempt, exc: 0.0)
+    draft = '{"a": [1, 2, 3,], "b": null}'
+    drop = providers.ProviderError("dropped", retryable=True)
+    api = ScriptedAPI(draft, chunk=3, fail=lambda call: (6, drop) if call == 0 else None)
+    result = guide(
+        providers.FunctionDrafter(api.stream),
+        "json",
+        prompt="p",
+        target=ScriptedTarget(),
+        **NO_CORRECTIONS,
+    )
+    assert result.text == '{"a": [1, 2, 3], "b": null}'
+    assert result.api_calls == 2 and api.prefixes[1] == '{"a": [1, 2, 3,'
+
+
+# -- the search's cost -----------------------------------------------------------------------------
+
+
+def test_the_search_does_bounded_work_on_a_long_draft_with_many_slips(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 64 KB draft with two slips every kilobyte: every slip is repaired, and the engine
+    checks per repair stay under a fixed bound, whatever the length of the draft."""
+    items = [
+        f'{{"id": {i}, "tags": ["x", "y",], "ok": True}}'
+        if i % 24 == 0
+        else f'{{"id": {i}, "tags": ["x", "y"], "ok": true}}'
+        for i in range(1500)
+    ]
+    draft = "[" + ", ".join(items) + "]"
+    assert len(draft) > 64_000
+    calls = [0]
+    checked = [0]
+    fits = Checker.fits
+
+    def counted(self: Checker, chunk: str) -> int:
+        calls[0] += 1
+        checked[0] += len(chunk)
+        return fits(self, chunk)
+
+    monkeypatch.setattr(Checker, "fits", counted)
+    result = repaired("json", draft, chunk=64, max_repairs=10_000, max_draft_tokens=10_000)
+    expected = draft.replace('"y",]', '"y"]').replace("True", "true")
+    assert result.text == expected and result.api_calls == 1
+    assert result.repairs == 2 * len(range(0, 1500, 24))
+    assert calls[0] / result.repairs < 2_000
+    assert checked[0] / result.repairs < 2_000 * 64
+
+
+def test_search_leaves_the_checker_as_it_was() -> None:
+    grammar = Grammar.load("json")
+    checker = grammar.checker()
+    taken = checker.feed('{"a": [1, 2,]')
+    committed = checker.text
+    edit = search(checker, '{"a": [1, 2,]'[taken:], final=True, floor=0, limits=RepairLimits())
+    assert edit is not None and (edit.back, edit.insert) == (1, "")
+    assert checker.text == committed and checker.chars == len(committed)
+    assert checker.feed("3]") == 2  # still at the cut, after the comma
+
+
+# -- both repair corpora, repairs alone ----------------------------------------------------------
+
+CORPUS_EXACT = 49  # of the 66 documents, when end tags, JSX and quoted values were last changed
+CORPUS_DISTANCE = 94  # edit distance to the meant documents, all of them together
+
+
+def test_the_repair_corpora_with_repairs_alone_lose_no_ground() -> None:
+    """Both repair corpora (benchmarks/corpora/main.py and corpus_other.py: 66 documents, 9
+    grammars) through the benchmark's scripted API, with repairs alone (the local model is never
+    asked: a
+    correction ends the run). A floor under how many come out exactly as meant, and a ceiling on
+    the edit distance of all: a change that repairs one slip by losing another fails here,
+    before the benchmark shows it. Raise them when repairs get better."""
+    from benchmarks.bench_repair import ScriptedAPI as CorpusAPI
+    from benchmarks.bench_repair import grammar_of, levenshtein, target_prompt
+    from benchmarks.corpora.main import CASES
+    from benchmarks.corpora.other import OTHER_CASES
+
+    distances = {}
+    for case in [*CASES, *OTHER_CASES]:
+        result = guide(
+            providers.FunctionDrafter(CorpusAPI(case)),
+            grammar_of(case),
+            prompt=target_prompt(case),
+            target=ScriptedTarget(),
+            **NO_CORRECTIONS,
+        )
+        distances[case.name] = levenshtein(result.text, case.clean)
+    far = {name: d for name, d in distances.items() if d}
+    assert sum(d == 0 for d in distances.values()) >= CORPUS_EXACT, far
+    assert sum(distances.values()) <= CORPUS_DISTANCE, far

@@ -1,0 +1,312 @@
+"""Drafts under a JSON schema are read with JSON's semantics: keys in any order, `1.0` for an
+integer, blanks around the document. A whole document is then validated against the schema
+itself: a required key that is missing is inserted where its object ends and the target writes
+its value; anything else the schema refuses is checked again in the schema's own order.
+
+The APIs replay fixed text and never read the grammar (tests/support/scripted.py); the target is a
+ScriptedTarget, so a test fails if a correction is asked for that the test did not script.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+import providers
+from backtrack import Grammar, GuideResult, guide
+from backtrack.cli.main import DEMO_SCHEMA
+from grammars.json_schema.build import Validator, loosen
+from tests.support.scripted import ScriptedAPI, ScriptedTarget
+
+PERSON = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "age": {"type": "integer"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["name", "age"],
+    "additionalProperties": False,
+}
+TEAM = {
+    "type": "object",
+    "properties": {"team": {"type": "string"}, "people": {"type": "array", "items": PERSON}},
+    "required": ["team", "people"],
+}
+GRAMMAR = Grammar.from_json_schema(PERSON)
+TEAM_GRAMMAR = Grammar.from_json_schema(TEAM)
+
+
+def run(grammar: Grammar, draft: str, target: ScriptedTarget, **options: Any) -> GuideResult:
+    api = ScriptedAPI(draft)
+    result = guide(providers.FunctionDrafter(api), grammar, prompt="p", target=target, **options)
+    assert api.calls == result.api_calls
+    return result
+
+
+@pytest.mark.parametrize(
+    "draft",
+    [
+        pytest.param('{"age": 42, "name": "Bob", "tags": ["a"]}', id="keys-reordered"),
+        pytest.param('{"tags": [], "age": 1, "name": "x"}', id="optional-key-first"),
+        pytest.param('{"name": "Bob", "age": 42.0}', id="integer-as-1.0"),
+        pytest.param('{\n  "age": 7,\n  "name": "Al"\n}', id="pretty-printed"),
+    ],
+)
+def test_a_valid_document_in_another_key_order_passes_untouched(draft: str) -> None:
+    target = ScriptedTarget()  # fails the test if asked for a correction
+    result = run(GRAMMAR, draft, target)
+    assert (result.text, result.valid, result.api_calls, result.corrections) == (draft, True, 1, 0)
+    assert not GRAMMAR.strict or not target.calls
+
+
+@pytest.mark.parametrize("chunk", [0, 1, 3])
+@pytest.mark.parametrize(
+    "draft",
+    [
+        pytest.param('{"name": "caf\\u00e9", "age": 1}', id="accent"),
+        pytest.param('{"name": "smile \\ud83d\\ude00!", "age": 2}', id="surrogate-pair"),
+        pytest.param('{"name": "\\u00c9l\\u00e8ve", "age": 3}', id="two-escapes"),
+    ],
+)
+def test_unicode_escapes_become_the_characters_they_stand_for(draft: str, chunk: int) -> None:
+    """The schema's strings take `\\u` escapes only for control characters: the same string is
+    written with the characters themselves, with one call and no correction."""
+    api = ScriptedAPI(draft, chunk=chunk)
+    fn = api.stream if chunk else api
+    result = guide(providers.FunctionDrafter(fn), GRAMMAR, prompt="p", target=ScriptedTarget())
+    assert json.loads(result.text) == json.loads(draft)
+    assert (result.valid, result.api_calls, result.corrections) == (True, 1, 0)
+
+
+def test_nested_objects_in_another_order_pass_untouched() -> None:
+    draft = (
+        '{"people": [{"age": 3, "name": "A"}, {"tags": ["x"], "name": "B", "age": 4}], "team": "t"}'
+    )
+    result = run(TEAM_GRAMMAR, draft, ScriptedTarget())
+    assert (result.text, result.valid, result.api_calls) == (draft, True, 1)
+
+
+def test_blanks_around_the_document_are_dropped_not_corrected() -> None:
+    result = run(GRAMMAR, '\n{"name": "x", "age": 1}\n', ScriptedTarget())
+    assert (result.text, result.valid, result.corrections) == ('{"name": "x", "age": 1}', True, 0)
+
+
+def test_a_missing_required_key_is_inserted_where_its_object_ends() -> None:
+    target = ScriptedTarget("25")
+    result = run(GRAMMAR, '{"tags": ["a"], "name": "Bob"}', target)
+    assert result.text == '{"tags": ["a"], "name": "Bob", "age": 25}'
+    assert (result.valid, result.api_calls, result.corrections) == (True, 1, 1)
+    assert target.calls == [('{"tags": ["a"], "name": "Bob", "age": ', "terminal")]
+    # The API's order is kept, so the target writes under the any-order grammar.
+    assert target.grammars == [GRAMMAR]
+    origins = [(s.origin, s.text) for s in result.trace.spans]
+    assert ("deleted", "}") in origins and ("edit", ', "age": ') in origins
+
+
+def test_a_missing_key_in_a_nested_object_is_inserted_there() -> None:
+    draft = '{"team": "t", "people": [{"name": "A", "age": 1}, {"age": 2}]}'
+    result = run(TEAM_GRAMMAR, draft, ScriptedTarget('"B"'))
+    assert (
+        result.text == '{"team": "t", "people": [{"name": "A", "age": 1}, {"age": 2, "name": "B"}]}'
+    )
+    assert (result.valid, result.api_calls) == (True, 1)
+
+
+def test_an_empty_object_gets_each_missing_key_in_turn() -> None:
+    target = ScriptedTarget('"x"', "3")
+    result = run(GRAMMAR, "{}", target)
+    assert result.text == '{"name": "x", "age": 3}'
+    assert [text for text, _ in target.calls] == ['{"name": ', '{"name": "x", "age": ']
+    # In the schema's order so far: the target writes under the schema's own grammar.
+    assert target.grammars == [GRAMMAR.strict, GRAMMAR.strict]
+
+
+def test_a_repeated_key_is_checked_again_in_the_schema_order() -> None:
+    target = ScriptedTarget('tags": []}')
+    draft = '{"name": "Bob", "age": 4, "name": "Al"}'
+    result = run(GRAMMAR, draft, target, repair_window=0)
+    assert result.text == '{"name": "Bob", "age": 4, "tags": []}'
+    assert result.valid and GRAMMAR.strict is not None
+    assert target.grammars == [GRAMMAR.strict]
+
+
+CAT_GRAMMAR = Grammar.from_json_schema(DEMO_SCHEMA)  # name, color and age; no other key
+
+
+@pytest.mark.parametrize(
+    ("draft", "deleted"),
+    [
+        # The demo's draft: the repair makes the refused key one the object has, and the member
+        # then goes whole (the schema has no room for a description).
+        (
+            '{"name": "Felix", "age": 2, "color": "black", "description": "Aimless, a cat"}',
+            ', "description": "Aimless, a cat"',
+        ),
+        # A key written twice: the later member goes; the first may already be passed on as final.
+        ('{"name": "Felix", "color": "black", "age": 2, "name": "Rex"}', ', "name": "Rex"'),
+    ],
+    ids=["refused-key", "key-twice"],
+)
+def test_a_repeated_key_loses_its_later_member_and_keeps_the_rest(draft: str, deleted: str) -> None:
+    result = run(CAT_GRAMMAR, draft, ScriptedTarget())
+    assert (result.text, result.valid) == (draft.replace(deleted, ""), True)
+    assert (result.api_calls, result.corrections) == (1, 0)
+
+
+def test_a_fraction_for_an_integer_is_cut_in_the_schema_order() -> None:
+    target = ScriptedTarget("}")
+    result = run(GRAMMAR, '{"name": "Bob", "age": 42.5}', target, repair_window=0)
+    assert (result.text, result.valid) == ('{"name": "Bob", "age": 42}', True)
+    assert target.calls == [('{"name": "Bob", "age": 42', "terminal")]
+
+
+# -- the pieces ------------------------------------------------------------------------------------
+
+
+def test_grammar_matches_with_json_semantics() -> None:
+    assert GRAMMAR.matches('{"age": 3, "name": "a"}')
+    assert GRAMMAR.matches('{"age": 3.0, "name": "a"}')
+    assert not GRAMMAR.matches('{"age": 3.5, "name": "a"}')
+    assert not GRAMMAR.matches('{"age": 3}')  # a required key missing
+    assert not GRAMMAR.matches('{"age": 3, "name": "a", "age": 4}')  # a key twice
+    assert not GRAMMAR.matches('{"age": 3, "name": "a", "x": 1}')  # no additional properties
+    assert GRAMMAR.strict is not None and not GRAMMAR.strict.matches('{"age": 3, "name": "a"}')
+
+
+def test_loosen_frees_the_order_and_keeps_value_schemas() -> None:
+    loose = loosen(PERSON)
+    assert "properties" not in loose and "required" not in loose
+    assert loose["patternProperties"]["^age$"] == {"type": "number"}
+    assert loose["additionalProperties"] is False
+    # Names with regex characters match only themselves.
+    odd = Grammar.from_json_schema(
+        {
+            "type": "object",
+            "properties": {"a.b": {"type": "integer"}, "c+": {"type": "integer"}},
+            "additionalProperties": False,
+        }
+    )
+    assert odd.matches('{"c+": 1, "a.b": 2}') and not odd.matches('{"axb": 1}')
+
+
+def test_an_object_with_pattern_properties_keeps_its_order() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "patternProperties": {"^x": {"type": "string"}},
+    }
+    loose = loosen(schema)
+    assert loose["properties"] == {"a": {"type": "number"}, "b": {"type": "number"}}
+    assert loose["patternProperties"] == schema["patternProperties"]
+    grammar = Grammar.from_json_schema(schema)
+    assert grammar.matches('{"a": 1.0, "b": 2}') and not grammar.matches('{"b": 2, "a": 1}')
+
+
+@pytest.mark.parametrize(
+    ("text", "at", "inserted"),
+    [
+        ('{"age": 1}', 9, ', "name": '),
+        ("{}", 1, '"name": '),
+        ('{\n  "age": 1\n}', 12, ', "name": '),
+        ('{"age": 1 , "tags": [ "a" ] }', 27, ', "name": '),
+    ],
+)
+def test_missing_key_is_placed_after_the_last_member(text: str, at: int, inserted: str) -> None:
+    missing = Validator(PERSON).missing_key(text)
+    assert missing is not None and (missing.at, missing.key, missing.text) == (at, "name", inserted)
+
+
+def test_missing_key_follows_the_path_into_arrays() -> None:
+    text = '{"team": "t", "people": [{"name": "A", "age": 1}, {"name": "B"}]}'
+    missing = Validator(TEAM).missing_key(text)
+    assert missing is not None and (missing.key, text[: missing.at]) == ("age", text[:-3])
+
+
+def test_an_object_with_very_many_properties_keeps_its_order() -> None:
+    from grammars.json_schema.build import MAX_ANY_ORDER
+
+    many = {f"p{i}": {"type": "string"} for i in range(MAX_ANY_ORDER + 1)}
+    schema = {"type": "object", "properties": many}
+    assert loosen(schema) == schema
+    assert Grammar.from_json_schema(schema).strict is None
+
+
+def test_required_beside_a_reference_is_left_to_the_end() -> None:
+    # The properties are listed where the reference goes: the engine would want "b" first.
+    schema = {
+        "$ref": "#/$defs/pair",
+        "required": ["b"],
+        "$defs": {"pair": {"type": "object", "properties": {"a": {}, "b": {}}}},
+    }
+    assert "required" not in loosen(schema)
+    grammar = Grammar.from_json_schema(schema)
+    assert grammar.matches('{"a": 1, "b": 2}') and grammar.matches('{"b": 2, "a": 1}')
+    assert not grammar.matches('{"a": 1}')
+
+
+# Each from JSON-Schema-Test-Suite (draft 2020-12), where the draft grammar cut a valid document
+# (scripts/schema_suite.py): (schema, valid documents, invalid documents).
+BY_VALUE = [
+    pytest.param({"const": 1}, ["1", "1.0"], ["2", "true", "1.5"], id="const-number"),
+    pytest.param({"const": -2.0}, ["-2", "-2.0"], ["2", "-2.5"], id="const-negative-float"),
+    pytest.param({"enum": [0, "a"]}, ['"a"', "0", "0.0"], ["false", '"b"', "1"], id="enum-number"),
+    pytest.param({"enum": [[0]]}, ["[0]", "[0.0]"], ["[false]", "[0, 0]", "[]"], id="enum-array"),
+    pytest.param(
+        {"const": {"foo": "bar", "baz": "bax"}},
+        ['{"foo": "bar", "baz": "bax"}', '{"baz": "bax", "foo": "bar"}'],
+        ['{"foo": "bar"}', '{"baz": "bax", "foo": "bar", "x": 1}'],
+        id="const-object-any-order",
+    ),
+    pytest.param(
+        {"const": 9007199254740992},
+        ["9007199254740992", "9007199254740992.0"],
+        ["9007199254740993", "1"],
+        id="const-past-2**53",
+    ),
+]
+
+
+@pytest.mark.parametrize(("schema", "valid", "invalid"), BY_VALUE)
+def test_const_and_enum_match_by_value(
+    schema: dict[str, Any], valid: list[str], invalid: list[str]
+) -> None:
+    grammar = Grammar.from_json_schema(schema)
+    assert [t for t in valid if not grammar.matches(t)] == []
+    assert [t for t in invalid if grammar.matches(t)] == []
+
+
+def test_a_string_enum_is_kept_as_the_engine_writes_it() -> None:
+    schema = {"type": "string", "enum": ["a", "b"]}
+    assert loosen(schema) == schema
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        pytest.param(
+            {
+                "allOf": [
+                    {"properties": {"bar": {"type": "integer"}}, "required": ["bar"]},
+                    {"properties": {"foo": {"type": "string"}}, "required": ["foo"]},
+                ]
+            },
+            id="allOf",
+        ),
+        pytest.param(
+            {
+                "$ref": "#/$defs/bar",
+                "properties": {"foo": {"type": "string"}},
+                "unevaluatedProperties": False,
+                "$defs": {"bar": {"properties": {"bar": {"type": "integer"}}}},
+            },
+            id="beside-a-ref",
+        ),
+    ],
+)
+def test_properties_merged_from_several_places_come_in_any_order(schema: dict[str, Any]) -> None:
+    grammar = Grammar.from_json_schema(schema)
+    assert grammar.matches('{"foo": "a", "bar": 2}') and grammar.matches('{"bar": 2, "foo": "a"}')
+    assert not grammar.matches('{"foo": 1, "bar": 2}')

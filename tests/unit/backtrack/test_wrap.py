@@ -1,0 +1,106 @@
+"""wrap(client): the real SDKs against the local protocol servers (tests/support/servers.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from anthropic.types import Message
+from openai.types.chat import ChatCompletion
+
+from backtrack import GuideResult, wrap
+from tests.support.servers import text
+
+MESSAGES = [{"role": "user", "content": "A JSON object with key a, please."}]
+ANSWER = '{"a": 1}'
+
+
+def test_openai_grammar_call_returns_a_chat_completion(openai_server: Any, openai_client: Any):
+    openai_server.script(text(ANSWER))
+    client = wrap(openai_client())
+    reply = client.chat.completions.create(model="m", messages=MESSAGES, grammar="json")
+    assert isinstance(reply, ChatCompletion)
+    assert reply.choices[0].message.content == ANSWER
+    assert reply.choices[0].finish_reason == "stop"
+    assert isinstance(reply.guide_result, GuideResult)
+    assert reply.guide_result.valid and reply.guide_result.api_calls == 1
+    assert "grammar" not in openai_server.bodies[0]
+
+
+def test_openai_without_grammar_passes_through(openai_server: Any, openai_client: Any):
+    openai_server.script(text("plain words, no grammar"))
+    client = wrap(openai_client())
+    reply = client.chat.completions.create(model="m", messages=MESSAGES)
+    assert reply.choices[0].message.content == "plain words, no grammar"
+    assert not hasattr(reply, "guide_result")
+    assert client.models is client._inner.models  # everything else is the client's own
+
+
+def test_grammar_with_stream_is_refused(openai_client: Any):
+    client = wrap(openai_client())
+    with pytest.raises(ValueError, match="stream"):
+        client.chat.completions.create(model="m", messages=MESSAGES, grammar="json", stream=True)
+
+
+def test_anthropic_grammar_call_returns_a_message(anthropic_server: Any, anthropic_client: Any):
+    anthropic_server.script(text(ANSWER))
+    client = wrap(anthropic_client())
+    reply = client.messages.create(
+        model="m", max_tokens=64, system="Answer in JSON.", messages=MESSAGES, grammar="json"
+    )
+    assert isinstance(reply, Message)
+    assert reply.content[0].text == ANSWER
+    assert reply.guide_result.valid
+    body = anthropic_server.bodies[0]
+    assert body["system"] == "Answer in JSON."
+    assert body["max_tokens"] == 64
+
+
+@pytest.mark.anyio
+async def test_async_clients(
+    openai_server: Any, openai_client: Any, anthropic_server: Any, anthropic_client: Any
+):
+    openai_server.script(text(ANSWER))
+    anthropic_server.script(text(ANSWER))
+    async with openai_client(asynchronous=True) as raw_openai:
+        chat = await wrap(raw_openai).chat.completions.create(
+            model="m", messages=MESSAGES, grammar="json"
+        )
+    async with anthropic_client(asynchronous=True) as raw_anthropic:
+        message = await wrap(raw_anthropic).messages.create(
+            model="m", max_tokens=64, messages=MESSAGES, grammar="json"
+        )
+    assert chat.choices[0].message.content == ANSWER
+    assert message.content[0].text == ANSWER
+
+
+def test_wrap_refuses_other_objects():
+    with pytest.raises(TypeError, match="OpenAI or Anthropic"):
+        wrap(object())
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [None, "a bare string", [1], [{"content": "no role"}], ({"role": "user"},)],
+    ids=["none", "str", "int-item", "no-role", "no-content"],
+)
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_bad_messages_are_refused_before_any_request(
+    kind: str,
+    messages: Any,
+    openai_server: Any,
+    openai_client: Any,
+    anthropic_server: Any,
+    anthropic_client: Any,
+):
+    if kind == "openai":
+        server, client = openai_server, wrap(openai_client())
+        create = client.chat.completions.create
+    else:
+        server, client = anthropic_server, wrap(anthropic_client())
+        create = client.messages.create
+    with pytest.raises(TypeError, match="messages= must be a list of chat messages"):
+        create(model="m", max_tokens=8, messages=messages, grammar="json")
+    with pytest.raises(TypeError, match="create\\(\\) needs model="):
+        create(max_tokens=8, messages=MESSAGES, grammar="json")
+    assert server.exchanges == []
