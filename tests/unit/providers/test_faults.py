@@ -3,13 +3,13 @@ or raises a typed error whose `.partial` is exactly the committed text.
 
 The API (tests/support/fault_server.py) continues known JSON documents exactly and injects, per
 request, 429 with Retry-After, 500, 503, drops mid-stream, stalls past the client's timeout,
-malformed events, 200 replies without text, streams that end without their protocol's end,
-and surrogate pairs split across events. OpenAI chat replies sometimes repeat the committed
-text first, as chat models do. Each run uses one of the real callers (a drafter with guide() or aguide(), wrap() sync
-or async) and a local target that raises if asked: with exact continuations every fault must be
-retried, never corrected. 200 runs per provider (20 per fault kind and 20 mixed), then 20 mixed
-runs per provider with 2 attempts a round, where some runs exhaust them, then 256 runs at once:
-these tables are `slow` (`make test`). The daily run takes a sample: a few mixed runs per provider
+malformed events, 200 replies without text, streams that end without their protocol's end, and
+surrogate pairs split across events. OpenAI chat replies sometimes repeat the committed text first,
+as chat models do. Each run uses one of the real callers (a drafter with guide() or aguide(), wrap()
+sync or async) and a local target that raises if asked: with exact continuations every fault must be
+retried, never corrected. 200 runs per provider (20 per fault kind and 20 mixed), then 20 mixed runs
+per provider with 2 attempts a round, where some runs exhaust them, then 256 runs at once: these
+tables are `slow` (`make test`). The daily run takes a sample: a few mixed runs per provider
 with 8 and with 2 attempts, all at once, and 32 concurrent runs.
 
 `python -m benchmarks.reliability` runs the same at scale; a failure message names the command
