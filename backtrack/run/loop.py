@@ -23,7 +23,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
-from backtrack.repair.search import Edit, Prefer, RepairLimits, search
+from backtrack.repair.candidates import Edit, RepairLimits
+from backtrack.repair.search import Prefer, search
 from backtrack.run.answer_start import AnswerStart, preamble, prose, states_value
 from backtrack.run.fence import ClosingFence
 from backtrack.run.options import GuideOptions

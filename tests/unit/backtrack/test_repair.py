@@ -14,7 +14,8 @@ import pytest
 
 import providers
 from backtrack import Grammar, GuideResult, guide, wrap
-from backtrack.repair.search import RepairLimits, search
+from backtrack.repair.candidates import RepairLimits
+from backtrack.repair.search import search
 from backtrack.trace.record import OUTPUT_ORIGINS
 from grammars import Checker
 from tests.support.scripted import ScriptedAPI, ScriptedTarget

@@ -1,0 +1,169 @@
+"""Candidate edits at a cut: each way of backing off, skipping and inserting (backtrack.repair.
+inserts) after which the draft goes on fitting, with its cost and rank (backtrack.repair.search
+picks among them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from backtrack.repair.inserts import end_tags, escapes, inserts
+from backtrack.repair.notations import (
+    changes_words,
+    characters,
+    common,
+    decoded,
+    distance,
+    edit_distance,
+    flips_tag,
+    is_comment,
+    json_member,
+    moves_end_tag,
+    quote_count,
+    unlike_classes,
+    word_at,
+)
+from grammars import Checker
+
+
+@dataclass(frozen=True)
+class RepairLimits:
+    """How far a repair may reach: `max_back` committed characters, `max_skip` draft characters
+    (or the draft's next word), words of at most `max_word` letters with at most `word_nodes`
+    prefixes explored, and `min_fit` characters of the draft that must fit after it."""
+
+    max_back: int = 8
+    max_skip: int = 4
+    max_word: int = 8
+    word_nodes: int = 96
+    min_fit: int = 8
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Remove the last `back` committed characters (`deleted`), skip the draft's next `skip`
+    characters (`skipped`), insert `insert`; then `fits` characters of the rest fit."""
+
+    back: int
+    skip: int
+    insert: str
+    deleted: str
+    skipped: str
+    fits: int
+    cost: int
+
+
+def _skips(rest: str, limits: RepairLimits) -> list[int]:
+    """How much of the draft a candidate may skip: a few characters, or its next word with the
+    blanks after it."""
+    skips = set(range(min(limits.max_skip, len(rest)) + 1))
+    word = word_at(rest)
+    if word:
+        skips.add(word)
+        skips.add(word + len(rest[word:]) - len(rest[word:].lstrip(" ")))
+    return sorted(skips)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    edit: Edit
+    tail: str  # the draft's rest after the skip
+    rank: tuple[int, int, int, int, int]  # after the cost, lower first: see _scored
+
+    @property
+    def whole(self) -> bool:
+        return self.edit.fits == len(self.tail)
+
+
+def candidates(
+    checker: Checker, committed: str, rest: str, floor: int, limits: RepairLimits
+) -> list[Candidate]:
+    """Every candidate edit after which at least one character of the rest fits (or all of an
+    empty rest; or none, after a word or quoted text put right); leaves the checker backed off."""
+    base = len(committed)
+    was_free = checker.in_free_text()
+    found: list[Candidate] = []
+    for back in range(min(limits.max_back, base - floor) + 1):
+        checker.rollback(base - back)
+        deleted = committed[base - back :]
+        for insert, only in _inserts_after(checker, deleted, rest, limits, was_free=was_free):
+            for skip in [only] if only is not None else _skips(rest, limits):
+                if (back, skip, insert) == (0, 0, "") or insert == deleted + rest[:skip]:
+                    continue  # no edit: that is the cut itself
+                if skip and skip == len(rest) and not insert:
+                    continue  # the draft's whole rest dropped: that is no resynchronisation
+                tail = rest[skip:]
+                # Most candidates fail within a few characters: check those first, then the rest.
+                taken = checker.fits(insert + tail[:_QUICK])
+                if taken == len(insert) + min(_QUICK, len(tail)) and len(tail) > _QUICK:
+                    taken = checker.fits(insert + tail)
+                # A word or a quoted text put right may have the next slip right after it
+                # (`'up',}`: the quotes mended, then the comma): a step of a path, see search.
+                if taken < len(insert) or (taken == len(insert) and tail and only is None):
+                    continue
+                removed = deleted + rest[:skip]
+                edit = Edit(back, skip, insert, deleted, rest[:skip], taken - len(insert), 0)
+                found.append(_scored(committed[: base - back], edit, removed, tail, only))
+    return found
+
+
+_QUICK = 4  # characters checked first for each candidate
+
+
+def _inserts_after(
+    checker: Checker, deleted: str, rest: str, limits: RepairLimits, *, was_free: bool
+) -> list[tuple[str, int | None]]:
+    """What may be inserted where `deleted` was backed off, each with its skip (None: any)."""
+    if deleted and not was_free and checker.in_free_text():
+        # Backed into a string: not trusted (see search), but for its closing quote, which may
+        # be a quote in its text the API did not escape.
+        found: list[tuple[str, int | None]] = [
+            (escaped, 0) for escaped in escapes(checker, deleted, rest)
+        ]
+    else:
+        found = inserts(
+            checker, deleted, rest, max_word=limits.max_word, word_nodes=limits.word_nodes
+        )
+    found += characters(deleted, rest) + end_tags(checker, deleted, rest)
+    member = json_member(deleted + rest)
+    if member is not None and member > len(deleted):  # a key the grammar has no place for
+        found.append(("", member - len(deleted)))
+    return found
+
+
+def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) -> Candidate:
+    """`edit`, which removes `removed` after the text `before` and leaves `tail` to read, with
+    its cost and rank. `only`: the skip the insert goes with (None: any)."""
+    insert = edit.insert
+    tag_edit = only is not None and moves_end_tag(removed, insert)
+    quoted = only is not None and insert == f'"{removed}"'
+    if only is not None and is_comment(removed, tail):
+        cost = 0 if insert else 1  # written in the grammar's notation, or deleted
+    elif only is not None and decoded(removed) == (len(removed), insert):
+        cost = 0  # the same string: an escape written as its character
+    elif only == 0 and insert[:1].isalpha() and not removed:
+        cost = 1  # the one keyword the grammar allows here, left out
+    elif tag_edit:
+        cost = 1  # an end tag written twice, left out or swapped
+    elif only is not None and not insert and json_member(removed) == len(removed):
+        cost = 2  # a JSON object's member deleted whole: a name and its value
+    elif quoted:
+        cost = 1  # a bare value quoted (`10.0.0.2` too, taken for a number)
+    else:
+        word_swap = only is not None and insert[:1].isalpha()
+        # A quote deleted or added right before a word makes it a name or text.
+        odd = quote_count(removed) % 2 != quote_count(insert) % 2
+        cost = (
+            distance(removed, insert)
+            + (not word_swap and changes_words(before, removed, insert, tail))
+            + (only is None and odd and word_at(tail) > 0)
+            + flips_tag(before, removed, insert, tail)
+        )
+    loose = edit_distance(removed.lower(), insert.lower())
+    # The end tag the grammar allows, left out, is not made up: of one inserted and the draft's
+    # own deleted, both fitting as far as the draft has come, the first closes what the API
+    # opened, the second leaves it open past where it ended. Nor are quotes around the API's own
+    # value (`aria-label="nav"`, not `aria-label-nav`).
+    invented = 0 if tag_edit or quoted else len(insert) - common(removed, insert)
+    unlike = 0 if tag_edit else unlike_classes(removed, insert)
+    rank = (unlike, -(edit.skip + edit.fits), invented, loose, edit.back)
+    return Candidate(replace(edit, cost=cost), tail, rank)
