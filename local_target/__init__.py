@@ -4,9 +4,10 @@ It masks over its full vocabulary with llguidance, heals the last committed toke
 bytes without sampling, and rolls its KV cache back instead of recomputing.
 """
 
-from local_target.decoding import DecodingPolicy
+from local_target.correction import Correction
+from local_target.decoding import DecodingPolicy, TokenFlag
 from local_target.sampling import Sampling
-from local_target.session import Correction, TargetSession, TokenFlag
+from local_target.session import TargetSession
 from local_target.target import LocalTarget
 
 __all__ = [

@@ -16,8 +16,8 @@ A correction writes after the committed text under the grammar's matcher, step b
   inside a character or the healed token.
 
 The numbers behind these choices are a DecodingPolicy's fields. This module only decides: the
-session it writes in (a `Feed`) keeps the token sequence, the KV cache and the logits in step,
-and the matcher it is given has consumed exactly the text before the healed token.
+session it writes in (a `TokenSequence`) keeps the token sequence, the KV cache and the logits
+in step, and the matcher it is given has consumed exactly the text before the healed token.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import torch
 from local_target.errors import TargetError
 from local_target.head import Next
 from local_target.sampling import Sampling, choose
-from local_target.speculation import Cursor, Feed
+from local_target.speculation import Cursor, TokenSequence
 from local_target.vocab import Vocabulary
 
 # How a token was chosen: "healed" (re-chose the backed-off last committed token), "forced" (the
@@ -154,7 +154,7 @@ class Correcting:
         self._generator = sampling.generator()
         self._limit = min(until if isinstance(until, int) else max_tokens, max_tokens)
 
-    def write(self, seq: Feed, cancel: threading.Event | None = None) -> Written:
+    def write(self, seq: TokenSequence, cancel: threading.Event | None = None) -> Written:
         """Choose tokens, feeding each to `seq`, until a stop rule says to stop."""
         stop = self._run(seq, cancel)
         return Written(
@@ -166,7 +166,7 @@ class Correcting:
             mask_seconds=self.mask_seconds,
         )
 
-    def _run(self, seq: Feed, cancel: threading.Event | None) -> StopReason:
+    def _run(self, seq: TokenSequence, cancel: threading.Event | None) -> StopReason:
         cursor = Cursor(seq, cancel, self.hint)
         stop = self._choose_all(cursor)
         cursor.settle()
@@ -288,7 +288,12 @@ class Correcting:
 
 
 def unconstrained(
-    seq: Feed, vocab: Vocabulary, *, max_tokens: int, sampling: Sampling, speculate: int = 0
+    seq: TokenSequence,
+    vocab: Vocabulary,
+    *,
+    max_tokens: int,
+    sampling: Sampling,
+    speculate: int = 0,
 ) -> Iterator[str]:
     """Unconstrained continuation of `seq`, streamed as text chunks (whole characters); ends at a
     special token (EOS, end of turn) or after `max_tokens` tokens. Up to `speculate` proposed
@@ -309,7 +314,7 @@ def unconstrained(
                 yield pending.decode("utf-8", "replace")
                 pending.clear()
     finally:  # the session keeps the tokens fed so far: the next draft moves it where it needs
-        cursor.settle(feed=False)
+        cursor.settle(append=False)
 
 
 def healing_allows(piece: bytes, pending: bytes, is_eos: bool) -> bool:

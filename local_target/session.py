@@ -22,39 +22,28 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import llguidance
 import torch
 
+from local_target.correction import Correction
 from local_target.decoding import (
     DEFAULT_POLICY,
     Correcting,
     DecodingPolicy,
-    StopReason,
-    TokenFlag,
     Until,
+    Written,
     unconstrained,
 )
 from local_target.errors import TargetError
 from local_target.head import Next
+from local_target.model import TargetModel, common_prefix
 from local_target.sampling import Sampling
-from local_target.vocab import Vocabulary
 
 if TYPE_CHECKING:
     from grammars.grammar import Grammar
-
-__all__ = [
-    "Correction",
-    "StopReason",
-    "TargetModel",
-    "TargetSession",
-    "TokenFlag",
-    "Until",
-    "common_prefix",
-]
 
 logger = logging.getLogger(__name__)
 
@@ -66,73 +55,20 @@ _HINT_OVERLAP = 16
 _HINT_CHARS = 2000  # and at most this much of it
 
 
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """The length of the longest common prefix of two token sequences."""
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
-class TargetModel(Protocol):
-    """What a session needs of its model (a LocalTarget, which the session does not import)."""
-
-    @property
-    def vocab(self) -> Vocabulary: ...
-
-    @property
-    def context_length(self) -> int | None:
-        """The most tokens the model takes (None: no known limit)."""
-        ...
-
-    def forward(self, ids: list[int], cache: Any, rows: int = 1) -> list[Next]:
-        """Feed `ids` after what `cache` holds; the model's output at its last `rows` positions."""
-        ...
-
-    def new_cache(self) -> Any:
-        """An empty KV cache."""
-        ...
-
-    def cache_for(self, ids: list[int]) -> tuple[Any, Next]:
-        """A new KV cache holding exactly the prompt `ids`, and the model's output after them."""
-        ...
-
-    def check_length(self, n_tokens: int, what: str) -> None:
-        """Raise TargetError when `what`, `n_tokens` long, would not fit the model's context."""
-        ...
-
-
-@dataclass(frozen=True)
-class Correction:
-    """What the target wrote after the committed text.
-
-    `text` is new text only (healing may re-choose the last committed token, but the text it
-    covered stays as it was). `flags[i]` says how `tokens[i]` was chosen. `complete` is True only
-    when the committed text plus `text` is a full sentence of the grammar.
-    """
-
-    text: str
-    tokens: tuple[int, ...]
-    flags: tuple[TokenFlag, ...]
-    complete: bool
-    stop_reason: StopReason
-    healed_bytes: int
-    seconds: float
-    forward_seconds: float
-    mask_seconds: float
-    forward_passes: int
-    runs: tuple[tuple[TokenFlag, str], ...] = field(default=())
-    """`text` split by how its tokens were chosen: consecutive tokens with the same flag form one
-    run; a run boundary never splits a character."""
-
-
 class _Sequence(NamedTuple):
     """Token ids, a KV cache holding exactly them, and the model's output after them."""
 
     ids: list[int]
     cache: Any
     next: Next
+
+
+class _Timings(NamedTuple):
+    """What a correction took: seconds in all, seconds in forward passes, forward passes."""
+
+    seconds: float
+    forward_seconds: float
+    forward_passes: int
 
 
 class _Matcher(NamedTuple):
@@ -236,7 +172,7 @@ class TargetSession:
             )
         self._grow(ids[:keep], cache, ids[keep:])
 
-    def feed(
+    def append(
         self, new: list[int], *, cancel: threading.Event | None = None, rows: int = 1
     ) -> list[Next]:
         """Append `new` tokens in one forward pass; the model's output at its last `rows`
@@ -250,7 +186,7 @@ class TargetSession:
 
     def drop(self, n: int, after: Next) -> None:
         """Remove the last `n` text tokens; `after` is the model's output after the rest (from the
-        pass that fed them: one of `feed`'s rows)."""
+        pass that appended them: one of `append`'s rows)."""
         seq = self._sequence()
         if not 0 < n <= len(seq.ids) - self.prompt_len:
             raise ValueError(f"can drop 1 to {len(seq.ids) - self.prompt_len} tokens, got {n}")
@@ -282,7 +218,7 @@ class TargetSession:
             new = encoded[i][shared:]
             scores[i] = float(first[new[0]])
             if len(new) > 1:  # the output after the last token is not needed
-                outputs = self.feed(new[:-1], rows=len(new) - 1)
+                outputs = self.append(new[:-1], rows=len(new) - 1)
                 scores[i] += sum(
                     float(torch.log_softmax(out.logits().float(), dim=-1)[token])
                     for out, token in zip(outputs, new[1:], strict=True)
@@ -363,24 +299,9 @@ class TargetSession:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         start = time.perf_counter()
         forward0, passes0 = self.forward_seconds, self.forward_passes
+        base, backed_off = self._healed_split(text, max_tokens, heal=heal, until=until)
         vocab = self.target.vocab
-
-        text_ids = vocab.encode(text)
-        self.target.check_length(
-            self.prompt_len + len(text_ids) + max_tokens,
-            f"the prompt ({self.prompt_len} tokens) + committed text ({len(text_ids)} tokens)"
-            f" + max_tokens ({max_tokens})",
-        )
-        backed_off = text_ids[-1:] if heal and text_ids else []
-        base = text_ids[: len(text_ids) - len(backed_off)]
         pending = vocab.decode(backed_off)
-        logger.debug(
-            "correction starts: %d committed tokens, %d bytes to heal, max_tokens=%d, until=%r",
-            len(text_ids),
-            len(pending),
-            max_tokens,
-            until,
-        )
         matcher = self._matcher_at(grammar, base)
         if matcher.validate_tokens(backed_off) != len(backed_off):
             raise TargetError("the committed text does not match the grammar at its last token")
@@ -394,9 +315,43 @@ class TargetSession:
             policy=policy,
             hint=vocab.encode(text[-_HINT_OVERLAP:] + hint[:_HINT_CHARS]) if hint else [],
         )
+        written = self._write(correcting, base, cancel)
+        self._matcher = _Matcher(grammar, matcher, base + list(written.tokens))
+        timings = _Timings(
+            time.perf_counter() - start,
+            self.forward_seconds - forward0,
+            self.forward_passes - passes0,
+        )
+        return _correction(written, matcher, len(pending), timings)
+
+    def _healed_split(
+        self, text: str, max_tokens: int, *, heal: bool, until: Until
+    ) -> tuple[list[int], list[int]]:
+        """`text`'s tokens as those kept and the last one backed off to heal (none without
+        `heal`); TargetError when they and `max_tokens` would not fit the model's context."""
+        text_ids = self.target.vocab.encode(text)
+        self.target.check_length(
+            self.prompt_len + len(text_ids) + max_tokens,
+            f"the prompt ({self.prompt_len} tokens) + committed text ({len(text_ids)} tokens)"
+            f" + max_tokens ({max_tokens})",
+        )
+        backed_off = text_ids[-1:] if heal and text_ids else []
+        logger.debug(
+            "correction starts: %d committed tokens, %d to heal, max_tokens=%d, until=%r",
+            len(text_ids),
+            len(backed_off),
+            max_tokens,
+            until,
+        )
+        return text_ids[: len(text_ids) - len(backed_off)], backed_off
+
+    def _write(
+        self, correcting: Correcting, base: list[int], cancel: threading.Event | None
+    ) -> Written:
+        """Run `correcting` from the prompt and `base`, logging how it ended if it raised."""
         try:
             self.move_to([*self._prompt, *base], cancel=cancel)
-            written = correcting.write(self, cancel)
+            return correcting.write(self, cancel)
         except BaseException as exc:
             cancelled = cancel is not None and cancel.is_set()
             log = logger.debug if cancelled else logger.warning
@@ -407,26 +362,31 @@ class TargetSession:
                 type(exc).__name__,
             )
             raise
-        self._matcher = _Matcher(grammar, matcher, base + list(written.tokens))
-        correction = Correction(
-            text=written.text,
-            tokens=written.tokens,
-            flags=written.flags,
-            complete=bool(matcher.is_accepting()),
-            stop_reason=written.stop_reason,
-            healed_bytes=len(pending),
-            seconds=time.perf_counter() - start,
-            forward_seconds=self.forward_seconds - forward0,
-            mask_seconds=written.mask_seconds,
-            forward_passes=self.forward_passes - passes0,
-            runs=written.runs,
-        )
-        logger.debug(
-            "correction ends: %d tokens (%d forced), %d forward passes, stop %s, %.3f s",
-            len(correction.tokens),
-            correction.flags.count("forced"),
-            correction.forward_passes,
-            correction.stop_reason,
-            correction.seconds,
-        )
-        return correction
+
+
+def _correction(
+    written: Written, matcher: llguidance.LLMatcher, healed_bytes: int, timings: _Timings
+) -> Correction:
+    """What `written` amounts to, with what it took."""
+    correction = Correction(
+        text=written.text,
+        tokens=written.tokens,
+        flags=written.flags,
+        complete=bool(matcher.is_accepting()),
+        stop_reason=written.stop_reason,
+        healed_bytes=healed_bytes,
+        seconds=timings.seconds,
+        forward_seconds=timings.forward_seconds,
+        mask_seconds=written.mask_seconds,
+        forward_passes=timings.forward_passes,
+        runs=written.runs,
+    )
+    logger.debug(
+        "correction ends: %d tokens (%d forced), %d forward passes, stop %s, %.3f s",
+        len(correction.tokens),
+        correction.flags.count("forced"),
+        correction.forward_passes,
+        correction.stop_reason,
+        correction.seconds,
+    )
+    return correction

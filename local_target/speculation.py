@@ -25,7 +25,7 @@ from typing import Protocol
 from local_target.head import Next
 
 
-class Feed(Protocol):
+class TokenSequence(Protocol):
     """What speculation needs of the session it writes in."""
 
     @property
@@ -38,7 +38,7 @@ class Feed(Protocol):
         """The model's output after the sequence."""
         ...
 
-    def feed(
+    def append(
         self, new: list[int], *, cancel: threading.Event | None = None, rows: int = 1
     ) -> list[Next]:
         """Append `new` (one forward pass); the model's output at its last `rows` positions."""
@@ -73,7 +73,10 @@ class Cursor:
     after its first i tokens)."""
 
     def __init__(
-        self, seq: Feed, cancel: threading.Event | None = None, hint: list[int] | None = None
+        self,
+        seq: TokenSequence,
+        cancel: threading.Event | None = None,
+        hint: list[int] | None = None,
     ) -> None:
         self.seq = seq
         self.cancel = cancel
@@ -100,18 +103,18 @@ class Cursor:
             context = self.seq.ids  # a copy: the session's own stays as it is
             context.extend(self.unfed)
             proposal = propose(context, propose_up_to, self.hint)
-            fed = self.seq.feed(
+            fed = self.seq.append(
                 [*self.unfed, *proposal], cancel=self.cancel, rows=len(proposal) + 1
             )
             self.unfed, self.ahead, self.rows = [], proposal, fed
         return self.rows[0]
 
-    def settle(self, *, feed: bool = True) -> None:
-        """Crop what is ahead of the accepted tokens and, with `feed`, feed the unfed ones: the
+    def settle(self, *, append: bool = True) -> None:
+        """Crop what is ahead of the accepted tokens and, with `append`, append the unfed ones: the
         session then holds exactly the accepted tokens."""
         self._drop_ahead()
-        if feed and self.unfed:
-            self.seq.feed(self.unfed, cancel=self.cancel)
+        if append and self.unfed:
+            self.seq.append(self.unfed, cancel=self.cancel)
             self.unfed = []
 
     def _drop_ahead(self) -> None:

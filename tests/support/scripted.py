@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grammars import Grammar
-from local_target.session import Correction
+from local_target.correction import Correction
 
 Failure = Callable[[int], "tuple[int, BaseException] | None"]
 """`fail(call)`: None, or (chunks, error): call `call` raises `error` after that many chunks."""

@@ -27,8 +27,8 @@ from grammars.grammar import Grammar
 from local_target import DecodingPolicy, LocalTarget, Sampling
 from local_target import session as session_module
 from local_target.errors import TargetError
+from local_target.model import common_prefix
 from local_target.sampling import choose
-from local_target.session import common_prefix
 
 # Tiny models on real tokenizers (forward passes), on one torch thread.
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
