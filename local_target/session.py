@@ -292,9 +292,8 @@ class TargetSession:
         (else TargetError, before any forward pass); a correction goes past `max_tokens` only to
         finish a character or the healed token. Setting `cancel` (from another thread) stops the
         correction before its next forward pass with a TargetError; the session stays usable.
-        `hint` is text that may follow `text` (a draft's rejected rest): speculation proposes from
-        it too, which changes the number of forward passes, never the tokens chosen.
-        """
+        `hint` is text that may follow `text` (a draft's rejected rest): speculation proposes
+        from it too, which changes the number of forward passes, never the tokens chosen."""
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         start = time.perf_counter()
