@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 from providers.align import Aligner, as_messages, continued_text, instruction
 from providers.base import Capabilities, DraftRequest, FinishReason, Message
 from providers.errors import ProviderError
-from providers.sdk import Prepared, SDKDrafter
+from providers.sdk import SDKDrafter, SDKRequest
 from providers.sdk_errors import to_provider_error
 from providers.sdk_stream import AnyStream, finish
 
@@ -138,10 +138,10 @@ class AnthropicDrafter(SDKDrafter):
                 finish(stream, _STOP.get(reason, "unknown"))
         return None
 
-    def _failed(self, exc: BaseException, prepared: Prepared) -> ProviderError:
+    def _failed(self, exc: BaseException, sdk_request: SDKRequest) -> ProviderError:
         """The error for a request that failed with `exc`. A refused prefill is remembered, and
         retryable at once: the next attempt asks without it."""
-        if not (prepared.prefilled and is_prefill_refusal(exc)):
+        if not (sdk_request.prefilled and is_prefill_refusal(exc)):
             return to_provider_error(exc)
         with self._lock:
             self._no_prefill.add(self.model)
@@ -155,10 +155,10 @@ class AnthropicDrafter(SDKDrafter):
             retry_after=0.0,
         )
 
-    def _prepare(self, request: DraftRequest) -> Prepared:
+    def _prepare(self, request: DraftRequest) -> SDKRequest:
         return self.request(request, prefill=self._prefill_allowed())
 
-    def request(self, request: DraftRequest, *, prefill: bool) -> Prepared:
+    def request(self, request: DraftRequest, *, prefill: bool) -> SDKRequest:
         """The `messages.create` request for `request`, with prefill or without."""
         conversation, system = _split_system(as_messages(request.prompt))
         history, text = continued_text(conversation, request.prefix)
@@ -178,4 +178,4 @@ class AnthropicDrafter(SDKDrafter):
         kwargs.update(
             model=self.model, messages=messages, max_tokens=request.max_tokens, stream=True
         )
-        return Prepared(kwargs, aligner, prefilled=prefill)
+        return SDKRequest(kwargs, aligner, prefilled=prefill)

@@ -23,7 +23,7 @@ from typing import Any
 
 from providers.align import Aligner, continued_text, instruction
 from providers.base import Capabilities, DraftRequest, FinishReason, Message
-from providers.sdk import Prepared, SDKDrafter
+from providers.sdk import SDKDrafter, SDKRequest
 from providers.sdk_stream import AnyStream, finish
 
 __all__ = ["OpenAIChatDrafter", "OpenAICompletionsDrafter"]
@@ -113,7 +113,7 @@ class OpenAIChatDrafter(_OpenAIDrafter):
         history.append({"role": "assistant", "content": text})
         return history, None
 
-    def _prepare(self, request: DraftRequest) -> Prepared:
+    def _prepare(self, request: DraftRequest) -> SDKRequest:
         messages, aligner = self.messages(request)
         kwargs = self._kwargs()
         kwargs["messages"] = messages
@@ -123,7 +123,7 @@ class OpenAIChatDrafter(_OpenAIDrafter):
             extra = dict(kwargs.get("extra_body") or {})
             extra.update(continue_final_message=True, add_generation_prompt=False)
             kwargs["extra_body"] = extra
-        return Prepared(kwargs, aligner, prefilled)
+        return SDKRequest(kwargs, aligner, prefilled)
 
 
 class OpenAICompletionsDrafter(_OpenAIDrafter):
@@ -143,7 +143,7 @@ class OpenAICompletionsDrafter(_OpenAIDrafter):
         """The text of one streamed Completion."""
         return _text(getattr(_first_choice(event, stream), "text", None))
 
-    def _prepare(self, request: DraftRequest) -> Prepared:
+    def _prepare(self, request: DraftRequest) -> SDKRequest:
         if not isinstance(request.prompt, str):
             raise TypeError(
                 "the completions endpoint continues a text: give a str prompt, "
@@ -152,4 +152,4 @@ class OpenAICompletionsDrafter(_OpenAIDrafter):
         kwargs = self._kwargs()
         kwargs["prompt"] = request.prompt + request.prefix
         kwargs["max_tokens"] = request.max_tokens
-        return Prepared(kwargs, None)
+        return SDKRequest(kwargs, None)

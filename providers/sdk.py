@@ -6,11 +6,12 @@ client, `adraft()` with an async one; the other pairing raises TypeError. The st
 read by providers.sdk_stream. A protocol's drafter (providers.openai, providers.anthropic) writes
 only what differs:
 
-    reserved, request_id_header     the create kwargs it sets itself; the header with the request id
-    _endpoint()                     the SDK resource whose `create()` streams a reply
-    _prepare(request)               the `create()` arguments, and how the reply is aligned
-    _read_event(event, stream)      the text one stream event carries (usage, finish reason noted)
-    _failed(exc, prepared)          the error for a request that did not start (translated as is)
+    reserved                    the create kwargs the drafter sets itself (TypeError if given)
+    request_id_header           the response header that holds the request id
+    _endpoint()                 the SDK resource whose `create()` streams the reply
+    _prepare(request)           the SDKRequest for a DraftRequest: create() arguments, aligner
+    _read_event(event, stream)  the text one stream event carries (usage, finish reason noted)
+    _failed(exc, sdk_request)   the error for a request that did not start (translated as is)
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ from providers.retry import without_sdk_retries
 from providers.sdk_errors import mapped_exceptions, to_provider_error
 from providers.sdk_stream import AnyStream, async_stream, header, sync_stream
 
-__all__ = ["Prepared", "SDKDrafter"]
+__all__ = ["SDKDrafter", "SDKRequest"]
 
 
 @dataclass(frozen=True)
-class Prepared:
+class SDKRequest:
     """One request ready to send: the `create()` keyword arguments; the aligner of its reply (None
     when the reply continues the text as it is); whether it asks the model to continue a final
     assistant message (prefill)."""
@@ -66,13 +67,13 @@ class SDKDrafter:
     def _endpoint(self) -> Any:
         raise NotImplementedError
 
-    def _prepare(self, request: DraftRequest) -> Prepared:
+    def _prepare(self, request: DraftRequest) -> SDKRequest:
         raise NotImplementedError
 
     def _read_event(self, event: Any, stream: AnyStream) -> str | None:
         raise NotImplementedError
 
-    def _failed(self, exc: BaseException, prepared: Prepared) -> ProviderError:
+    def _failed(self, exc: BaseException, sdk_request: SDKRequest) -> ProviderError:
         return to_provider_error(exc)
 
     def _request_id(self, sdk_stream: Any) -> str | None:
@@ -82,30 +83,30 @@ class SDKDrafter:
         """Start a streamed request (sync client). Raises ProviderError when it fails."""
         if self.is_async:
             raise TypeError(f"{self!r} has an async client: use adraft() (aguide)")
-        prepared = self._prepare(request)
+        sdk_request = self._prepare(request)
         try:
-            sdk_stream = self._endpoint().create(**prepared.kwargs)
+            sdk_stream = self._endpoint().create(**sdk_request.kwargs)
         except mapped_exceptions() as exc:
-            raise self._failed(exc, prepared) from exc
+            raise self._failed(exc, sdk_request) from exc
         return sync_stream(
             sdk_stream,
             self._read_event,
             request_id=self._request_id(sdk_stream),
-            aligner=prepared.aligner,
+            aligner=sdk_request.aligner,
         )
 
     async def adraft(self, request: DraftRequest) -> AsyncDraftStream:
         """Start a streamed request (async client). Raises ProviderError when it fails."""
         if not self.is_async:
             raise TypeError(f"{self!r} has a sync client: use draft() (guide)")
-        prepared = self._prepare(request)
+        sdk_request = self._prepare(request)
         try:
-            sdk_stream = await self._endpoint().create(**prepared.kwargs)
+            sdk_stream = await self._endpoint().create(**sdk_request.kwargs)
         except mapped_exceptions() as exc:
-            raise self._failed(exc, prepared) from exc
+            raise self._failed(exc, sdk_request) from exc
         return async_stream(
             sdk_stream,
             self._read_event,
             request_id=self._request_id(sdk_stream),
-            aligner=prepared.aligner,
+            aligner=sdk_request.aligner,
         )
