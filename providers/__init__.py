@@ -5,9 +5,11 @@
     OpenAICompletionsDrafter    openai completions endpoint (raw continuation)
     AnthropicDrafter            anthropic messages (prefill, falling back where a model refuses it)
 
-`as_drafter(obj)` makes a drafter of a function (or passes a drafter through). SDK errors become
-ProviderError (providers.errors); retries are the loop's, per round (providers.retry). This
-package stands on `grammars` only: it never imports `local_target` or `backtrack`.
+`as_drafter(obj)` makes a drafter of a function (or passes a drafter through). The SDK drafters
+share one base (providers.sdk); `client_kind` (providers.clients) tells which SDK a client is of.
+SDK errors become ProviderError (providers.sdk_errors); retries are the loop's, per round
+(providers.retry). This package stands on `grammars` only: it never imports `local_target` or
+`backtrack`.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from providers.base import (
     DraftStream,
     Usage,
 )
-from providers.errors import ProviderError, to_provider_error
+from providers.clients import client_kind
+from providers.errors import ProviderError
 from providers.function import FunctionDrafter
 from providers.openai import OpenAIChatDrafter, OpenAICompletionsDrafter
 from providers.retry import next_wait, should_retry
+from providers.sdk_errors import to_provider_error
 
 __all__ = [
     "Aligner",
@@ -50,25 +54,15 @@ __all__ = [
 ]
 
 
-def _sdk_client(obj: object) -> str | None:
-    """'openai' or 'anthropic' for a client of that SDK (sync or async, subclasses too)."""
-    for cls in type(obj).__mro__:
-        if cls.__name__ in ("SyncAPIClient", "AsyncAPIClient"):
-            root = cls.__module__.split(".")[0]
-            if root in ("openai", "anthropic"):
-                return root
-    return None
-
-
 def as_drafter(obj: object) -> Drafter | AsyncDrafter:
     """`obj` as a drafter: a Drafter or AsyncDrafter as it is, any other callable as a
     FunctionDrafter. An SDK client needs a model: give `wrap(client)` (backtrack.wrap) or build
     its drafter (`OpenAIChatDrafter(client, model)`, `AnthropicDrafter(client, model)`)."""
     if isinstance(obj, (Drafter, AsyncDrafter)):
         return obj
-    sdk = _sdk_client(obj)
-    if sdk is not None:
-        drafter = "OpenAIChatDrafter" if sdk == "openai" else "AnthropicDrafter"
+    kind = client_kind(obj)
+    if kind is not None:
+        drafter = "OpenAIChatDrafter" if kind.sdk == "openai" else "AnthropicDrafter"
         raise TypeError(
             f"a {type(obj).__name__} client needs a model: use backtrack.wrap(client) and its "
             f"grammar= argument, or guide({drafter}(client, model), ...)"

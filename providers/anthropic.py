@@ -11,9 +11,9 @@ The text so far goes in as a final assistant message, which the model continues.
   goes straight to the instruction form (providers.align). The refused request is an attempt the
   trace counts, as every request sent is.
 
-Takes `anthropic.Anthropic` (for `draft()`) or `anthropic.AsyncAnthropic` (for `adraft()`).
-Drafters never retry, and call the client through a copy with the SDK's retries off: the loop
-retries whole rounds and counts every request (providers.retry).
+Takes `anthropic.Anthropic` (for `draft()`) or `anthropic.AsyncAnthropic` (for `adraft()`). What
+every SDK drafter shares (the client, draft/adraft, the stream) is providers.sdk; here are the
+request and the reading of its events.
 """
 
 from __future__ import annotations
@@ -23,21 +23,14 @@ import re
 import threading
 from typing import Any, ClassVar
 
-from providers._stream import Alignment, AnyStream, async_stream, finish, header, sync_stream
-from providers.align import as_messages, continued_text, instruction
-from providers.base import (
-    AsyncDraftStream,
-    Capabilities,
-    DraftRequest,
-    DraftStream,
-    FinishReason,
-    Message,
-)
-from providers.errors import ProviderError, mapped_exceptions, remember_keys, to_provider_error
-from providers.openai import is_async_client
-from providers.retry import without_sdk_retries
+from providers.align import Aligner, as_messages, continued_text, instruction
+from providers.base import Capabilities, DraftRequest, FinishReason, Message
+from providers.errors import ProviderError
+from providers.sdk import SDKDrafter, SDKRequest
+from providers.sdk_errors import to_provider_error
+from providers.sdk_stream import AnyStream, finish
 
-__all__ = ["AnthropicDrafter", "refuses_prefill"]
+__all__ = ["AnthropicDrafter", "is_prefill_refusal"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,13 +40,12 @@ _STOP: dict[str, FinishReason] = {
     "max_tokens": "length",
     "model_context_window_exceeded": "length",
 }
-_RESERVED = frozenset({"model", "messages", "stream", "max_tokens"})
 _PREFILL_REFUSAL = re.compile(
     r"prefill|final\s+`?assistant`?\s+(content|message)|must end with a user message", re.IGNORECASE
 )
 
 
-def refuses_prefill(exc: BaseException) -> bool:
+def is_prefill_refusal(exc: BaseException) -> bool:
     """True for an HTTP 400 whose message says the model will not continue an assistant message."""
     if getattr(exc, "status_code", None) != 400:
         return False
@@ -79,63 +71,29 @@ def _split_system(messages: list[Message]) -> tuple[list[Message], Any]:
     return rest, blocks
 
 
-def _absorb(event: Any, stream: AnyStream) -> str | None:
-    """The text of one Messages stream event; records usage and the stop reason."""
-    kind = getattr(event, "type", None)
-    if kind == "content_block_delta":
-        delta = getattr(event, "delta", None)
-        text = getattr(delta, "text", None)
-        is_text = getattr(delta, "type", None) == "text_delta" and isinstance(text, str)
-        return text if is_text else None
-    if kind == "message_start":
-        usage = getattr(getattr(event, "message", None), "usage", None)
-        if usage is not None:
-            stream.usage.input_tokens = _input_tokens(usage)
-            stream.usage.output_tokens = getattr(usage, "output_tokens", None) or 0
-    elif kind == "message_delta":
-        usage = getattr(event, "usage", None)
-        if usage is not None:
-            # Cumulative counts: the last event's are the totals.
-            if getattr(usage, "input_tokens", None) is not None:
-                stream.usage.input_tokens = _input_tokens(usage)
-            stream.usage.output_tokens = getattr(usage, "output_tokens", None) or 0
-        reason = getattr(getattr(event, "delta", None), "stop_reason", None)
-        if reason:
-            finish(stream, _STOP.get(reason, "unknown"))
-    return None
-
-
 def _input_tokens(usage: Any) -> int:
     """All input tokens: uncached, written to the cache, and read from it."""
     names = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     return sum(getattr(usage, name, None) or 0 for name in names)
 
 
-class AnthropicDrafter:
+class AnthropicDrafter(SDKDrafter):
     """The Anthropic Messages API as a drafter (prefill, with fallback to instruction + alignment).
 
     `create_kwargs` go to every `messages.create` call (metadata, thinking, extra_body...). System
     messages in the prompt become the `system` parameter. `prefill=False` never tries prefill.
     """
 
+    reserved = frozenset({"model", "messages", "stream", "max_tokens"})
+    request_id_header = "request-id"
     # Models that answered a prefill with a 400, shared by every drafter in the process.
     _no_prefill: ClassVar[set[str]] = set()
     _lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, client: Any, model: str, *, prefill: bool = True, **create_kwargs: Any):
-        clash = _RESERVED & create_kwargs.keys()
-        if clash:
-            raise TypeError(f"set by the drafter, not by create kwargs: {', '.join(sorted(clash))}")
-        self.is_async = is_async_client(client)
-        remember_keys(client)
-        self.client = without_sdk_retries(client)
-        self.model = model
+        super().__init__(client, model, create_kwargs)
         self.prefill = prefill
-        self.create_kwargs = create_kwargs
         self.capabilities = Capabilities(prefill=self._prefill_allowed(), streaming=True)
-
-    def __repr__(self) -> str:
-        return f"AnthropicDrafter(model={self.model!r})"
 
     @classmethod
     def refuses_prefill(cls, model: str) -> bool:
@@ -152,10 +110,38 @@ class AnthropicDrafter:
     def _prefill_allowed(self) -> bool:
         return self.prefill and not self.refuses_prefill(self.model)
 
-    def _failed(self, exc: BaseException, prefilled: bool) -> ProviderError:
+    def _endpoint(self) -> Any:
+        return self.client.messages
+
+    def _read_event(self, event: Any, stream: AnyStream) -> str | None:
+        """The text of one Messages stream event; records usage and the stop reason."""
+        kind = getattr(event, "type", None)
+        if kind == "content_block_delta":
+            delta = getattr(event, "delta", None)
+            text = getattr(delta, "text", None)
+            is_text = getattr(delta, "type", None) == "text_delta" and isinstance(text, str)
+            return text if is_text else None
+        if kind == "message_start":
+            usage = getattr(getattr(event, "message", None), "usage", None)
+            if usage is not None:
+                stream.usage.input_tokens = _input_tokens(usage)
+                stream.usage.output_tokens = getattr(usage, "output_tokens", None) or 0
+        elif kind == "message_delta":
+            usage = getattr(event, "usage", None)
+            if usage is not None:
+                # Cumulative counts: the last event's are the totals.
+                if getattr(usage, "input_tokens", None) is not None:
+                    stream.usage.input_tokens = _input_tokens(usage)
+                stream.usage.output_tokens = getattr(usage, "output_tokens", None) or 0
+            reason = getattr(getattr(event, "delta", None), "stop_reason", None)
+            if reason:
+                finish(stream, _STOP.get(reason, "unknown"))
+        return None
+
+    def _failed(self, exc: BaseException, sdk_request: SDKRequest) -> ProviderError:
         """The error for a request that failed with `exc`. A refused prefill is remembered, and
         retryable at once: the next attempt asks without it."""
-        if not (prefilled and refuses_prefill(exc)):
+        if not (sdk_request.prefilled and is_prefill_refusal(exc)):
             return to_provider_error(exc)
         with self._lock:
             self._no_prefill.add(self.model)
@@ -169,8 +155,11 @@ class AnthropicDrafter:
             retry_after=0.0,
         )
 
-    def request(self, request: DraftRequest, *, prefill: bool) -> tuple[dict[str, Any], Alignment]:
-        """The `messages.create` arguments for `request`, and how the reply will be aligned."""
+    def _prepare(self, request: DraftRequest) -> SDKRequest:
+        return self.request(request, prefill=self._prefill_allowed())
+
+    def request(self, request: DraftRequest, *, prefill: bool) -> SDKRequest:
+        """The `messages.create` request for `request`, with prefill or without."""
         conversation, system = _split_system(as_messages(request.prompt))
         history, text = continued_text(conversation, request.prefix)
         if prefill:
@@ -179,40 +168,14 @@ class AnthropicDrafter:
             if head:
                 messages.append({"role": "assistant", "content": head})
             # The reply starts where `head` ends; it may or may not write the cut whitespace.
-            alignment = Alignment(text[len(head) :], anchored=True, strip_fence=not head)
+            aligner = Aligner(text[len(head) :], anchored=True, strip_fence=not head)
         else:
             messages = instruction(conversation, request.prefix)
-            alignment = Alignment(text)
+            aligner = Aligner(text)
         kwargs: dict[str, Any] = {**self.create_kwargs}
         if system is not None:
             kwargs["system"] = system
         kwargs.update(
             model=self.model, messages=messages, max_tokens=request.max_tokens, stream=True
         )
-        return kwargs, alignment
-
-    def draft(self, request: DraftRequest) -> DraftStream:
-        """Start a streamed request (sync client). Raises ProviderError when it fails."""
-        if self.is_async:
-            raise TypeError(f"{self!r} has an async client: use adraft() (aguide)")
-        prefilled = self._prefill_allowed()
-        kwargs, alignment = self.request(request, prefill=prefilled)
-        try:
-            sdk_stream = self.client.messages.create(**kwargs)
-        except mapped_exceptions() as exc:
-            raise self._failed(exc, prefilled) from exc
-        request_id = header(getattr(sdk_stream, "response", None), "request-id")
-        return sync_stream(sdk_stream, _absorb, request_id=request_id, alignment=alignment)
-
-    async def adraft(self, request: DraftRequest) -> AsyncDraftStream:
-        """Start a streamed request (async client). Raises ProviderError when it fails."""
-        if not self.is_async:
-            raise TypeError(f"{self!r} has a sync client: use draft() (guide)")
-        prefilled = self._prefill_allowed()
-        kwargs, alignment = self.request(request, prefill=prefilled)
-        try:
-            sdk_stream = await self.client.messages.create(**kwargs)
-        except mapped_exceptions() as exc:
-            raise self._failed(exc, prefilled) from exc
-        request_id = header(getattr(sdk_stream, "response", None), "request-id")
-        return async_stream(sdk_stream, _absorb, request_id=request_id, alignment=alignment)
+        return SDKRequest(kwargs, aligner, prefilled=prefill)

@@ -103,6 +103,17 @@ class DraftStream:
             closer()
 
 
+class NoChunks:
+    """An empty async iterator: what an AsyncDraftStream holds until its real chunks are made
+    (they may need the stream itself, to record usage and the finish reason on it)."""
+
+    def __aiter__(self) -> NoChunks:
+        return self
+
+    async def __anext__(self) -> str:
+        raise StopAsyncIteration
+
+
 @dataclass
 class AsyncDraftStream:
     """The async twin of DraftStream: `async for` chunks, `await aclose()`."""

@@ -19,9 +19,9 @@ import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
 from typing import Any
 
-from providers._stream import NoChunks
-from providers.base import AsyncDraftStream, Capabilities, DraftRequest, DraftStream
-from providers.errors import ProviderError, mapped_exceptions, masked, redact, to_provider_error
+from providers.base import AsyncDraftStream, Capabilities, DraftRequest, DraftStream, NoChunks
+from providers.errors import ProviderError, masked, redact
+from providers.sdk_errors import mapped_exceptions, to_provider_error
 
 __all__ = ["FunctionDrafter"]
 

@@ -11,8 +11,8 @@ OpenAI-compatible server through `base_url`) and stream. `draft()` needs a sync 
                                 only for servers that support it.
     OpenAICompletionsDrafter    /v1/completions: the model continues prompt + prefix verbatim.
 
-Drafters never retry, and call the client through a copy with the SDK's retries off: the loop
-retries whole rounds and counts every request (providers.retry).
+What every SDK drafter shares (the client, draft/adraft, the stream) is providers.sdk; here are
+the requests and the reading of their chunks.
 
 The SDK is imported lazily: importing backtrack does not import openai.
 """
@@ -21,48 +21,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from providers._stream import Alignment, AnyStream, async_stream, finish, header, sync_stream
-from providers.align import continued_text, instruction
-from providers.base import (
-    AsyncDraftStream,
-    Capabilities,
-    DraftRequest,
-    DraftStream,
-    FinishReason,
-    Message,
-)
-from providers.errors import mapped_exceptions, remember_keys, to_provider_error
-from providers.retry import without_sdk_retries
+from providers.align import Aligner, continued_text, instruction
+from providers.base import Capabilities, DraftRequest, FinishReason, Message
+from providers.sdk import SDKDrafter, SDKRequest
+from providers.sdk_stream import AnyStream, finish
 
-__all__ = ["OpenAIChatDrafter", "OpenAICompletionsDrafter", "is_async_client"]
+__all__ = ["OpenAIChatDrafter", "OpenAICompletionsDrafter"]
 
 _FINISH: dict[str, FinishReason] = {"stop": "stop", "length": "length"}
-_RESERVED = frozenset({"model", "messages", "prompt", "stream"})
 
 
-def is_async_client(client: object) -> bool:
-    """True for an async SDK client (openai or anthropic), False for a sync one.
-
-    Decided by the SDK's own base classes, so subclasses (Azure, Bedrock, Vertex) count too.
-    """
-    for cls in type(client).__mro__:
-        if cls.__name__ == "AsyncAPIClient":
-            return True
-        if cls.__name__ == "SyncAPIClient":
-            return False
-    raise TypeError(f"not an OpenAI or Anthropic SDK client: {type(client).__name__}")
-
-
-def _usage(usage: Any, stream: AnyStream) -> None:
-    if usage is None:
-        return
-    stream.usage.input_tokens = getattr(usage, "prompt_tokens", None) or 0
-    stream.usage.output_tokens = getattr(usage, "completion_tokens", None) or 0
-
-
-def _absorb_chat(chunk: Any, stream: AnyStream) -> str | None:
-    """The text of one ChatCompletionChunk; records usage (final chunk) and finish reason."""
-    _usage(getattr(chunk, "usage", None), stream)
+def _first_choice(chunk: Any, stream: AnyStream) -> Any:
+    """The first choice of a streamed chunk (None when it has none); records the usage (the final
+    chunk's) and the finish reason on `stream`."""
+    usage = getattr(chunk, "usage", None)
+    if usage is not None:
+        stream.usage.input_tokens = getattr(usage, "prompt_tokens", None) or 0
+        stream.usage.output_tokens = getattr(usage, "completion_tokens", None) or 0
     choices = getattr(chunk, "choices", None) or []
     if not choices:
         return None
@@ -70,83 +45,27 @@ def _absorb_chat(chunk: Any, stream: AnyStream) -> str | None:
     reason = getattr(choice, "finish_reason", None)
     if reason:
         finish(stream, _FINISH.get(reason, "unknown"))
-    delta = getattr(choice, "delta", None)
-    content = getattr(delta, "content", None)
-    return content if isinstance(content, str) else None
+    return choice
 
 
-def _absorb_completion(chunk: Any, stream: AnyStream) -> str | None:
-    """The text of one streamed Completion; records usage and finish reason."""
-    _usage(getattr(chunk, "usage", None), stream)
-    choices = getattr(chunk, "choices", None) or []
-    if not choices:
-        return None
-    choice = choices[0]
-    reason = getattr(choice, "finish_reason", None)
-    if reason:
-        finish(stream, _FINISH.get(reason, "unknown"))
-    text = getattr(choice, "text", None)
-    return text if isinstance(text, str) else None
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
-class _OpenAIDrafter:
-    """What both drafters share: the client pairing, the create call, the stream wrapping."""
+class _OpenAIDrafter(SDKDrafter):
+    """What both endpoints share: the reserved kwargs, the request id, the streaming options."""
 
-    capabilities: Capabilities
+    reserved = frozenset({"model", "messages", "prompt", "stream"})
+    request_id_header = "x-request-id"
 
-    def __init__(self, client: Any, model: str, create_kwargs: dict[str, Any]) -> None:
-        clash = _RESERVED & create_kwargs.keys()
-        if clash:
-            raise TypeError(f"set by the drafter, not by create kwargs: {', '.join(sorted(clash))}")
-        self.is_async = is_async_client(client)
-        remember_keys(client)
-        self.client = without_sdk_retries(client)
-        self.model = model
-        self.create_kwargs = create_kwargs
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r})"
-
-    def _endpoint(self) -> Any:
-        raise NotImplementedError
-
-    def _kwargs(self, request: DraftRequest) -> tuple[dict[str, Any], Alignment | None]:
-        raise NotImplementedError
-
-    def _absorb(self, chunk: Any, stream: AnyStream) -> str | None:
-        raise NotImplementedError
-
-    def _common(self, request: DraftRequest) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
+    def _kwargs(self) -> dict[str, Any]:
+        """The create kwargs, with the model and streaming (usage in the final chunk) set."""
+        return {
+            **self.create_kwargs,
             "model": self.model,
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        return kwargs
-
-    def draft(self, request: DraftRequest) -> DraftStream:
-        """Start a streamed request (sync client). Raises ProviderError when it fails."""
-        if self.is_async:
-            raise TypeError(f"{self!r} has an async client: use adraft() (aguide)")
-        kwargs, alignment = self._kwargs(request)
-        try:
-            sdk_stream = self._endpoint().create(**kwargs)
-        except mapped_exceptions() as exc:
-            raise to_provider_error(exc) from exc
-        request_id = header(getattr(sdk_stream, "response", None), "x-request-id")
-        return sync_stream(sdk_stream, self._absorb, request_id=request_id, alignment=alignment)
-
-    async def adraft(self, request: DraftRequest) -> AsyncDraftStream:
-        """Start a streamed request (async client). Raises ProviderError when it fails."""
-        if not self.is_async:
-            raise TypeError(f"{self!r} has a sync client: use draft() (guide)")
-        kwargs, alignment = self._kwargs(request)
-        try:
-            sdk_stream = await self._endpoint().create(**kwargs)
-        except mapped_exceptions() as exc:
-            raise to_provider_error(exc) from exc
-        request_id = header(getattr(sdk_stream, "response", None), "x-request-id")
-        return async_stream(sdk_stream, self._absorb, request_id=request_id, alignment=alignment)
 
 
 class OpenAIChatDrafter(_OpenAIDrafter):
@@ -179,30 +98,32 @@ class OpenAIChatDrafter(_OpenAIDrafter):
     def _endpoint(self) -> Any:
         return self.client.chat.completions
 
-    def _absorb(self, chunk: Any, stream: AnyStream) -> str | None:
-        return _absorb_chat(chunk, stream)
+    def _read_event(self, event: Any, stream: AnyStream) -> str | None:
+        """The text of one ChatCompletionChunk."""
+        choice = _first_choice(event, stream)
+        return _text(getattr(getattr(choice, "delta", None), "content", None))
 
-    def messages(self, request: DraftRequest) -> tuple[list[Message], Alignment | None]:
-        """The messages this drafter sends for `request`, and how the reply will be aligned."""
+    def messages(self, request: DraftRequest) -> tuple[list[Message], Aligner | None]:
+        """The messages this drafter sends for `request`, and the aligner of the reply."""
         history, text = continued_text(request.prompt, request.prefix)
         if not self.prefill:
-            asked = instruction(request.prompt, request.prefix)
-            return asked, Alignment(text)
+            return instruction(request.prompt, request.prefix), Aligner(text)
         if not text:
-            return history, Alignment("")  # a fresh answer: only a fence opening to strip
+            return history, Aligner("")  # a fresh answer: only a fence opening to strip
         history.append({"role": "assistant", "content": text})
         return history, None
 
-    def _kwargs(self, request: DraftRequest) -> tuple[dict[str, Any], Alignment | None]:
-        messages, alignment = self.messages(request)
-        kwargs = {**self.create_kwargs, **self._common(request)}
+    def _prepare(self, request: DraftRequest) -> SDKRequest:
+        messages, aligner = self.messages(request)
+        kwargs = self._kwargs()
         kwargs["messages"] = messages
         kwargs[self.max_tokens_param] = request.max_tokens
-        if self.prefill and messages and messages[-1]["role"] == "assistant":
+        prefilled = self.prefill and bool(messages) and messages[-1]["role"] == "assistant"
+        if prefilled:
             extra = dict(kwargs.get("extra_body") or {})
             extra.update(continue_final_message=True, add_generation_prompt=False)
             kwargs["extra_body"] = extra
-        return kwargs, alignment
+        return SDKRequest(kwargs, aligner, prefilled)
 
 
 class OpenAICompletionsDrafter(_OpenAIDrafter):
@@ -218,16 +139,17 @@ class OpenAICompletionsDrafter(_OpenAIDrafter):
     def _endpoint(self) -> Any:
         return self.client.completions
 
-    def _absorb(self, chunk: Any, stream: AnyStream) -> str | None:
-        return _absorb_completion(chunk, stream)
+    def _read_event(self, event: Any, stream: AnyStream) -> str | None:
+        """The text of one streamed Completion."""
+        return _text(getattr(_first_choice(event, stream), "text", None))
 
-    def _kwargs(self, request: DraftRequest) -> tuple[dict[str, Any], Alignment | None]:
+    def _prepare(self, request: DraftRequest) -> SDKRequest:
         if not isinstance(request.prompt, str):
             raise TypeError(
                 "the completions endpoint continues a text: give a str prompt, "
                 "or use OpenAIChatDrafter for chat messages"
             )
-        kwargs = {**self.create_kwargs, **self._common(request)}
+        kwargs = self._kwargs()
         kwargs["prompt"] = request.prompt + request.prefix
         kwargs["max_tokens"] = request.max_tokens
-        return kwargs, None
+        return SDKRequest(kwargs, None)

@@ -42,7 +42,9 @@ from providers.align import (
     continued_text,
     instruction,
 )
-from providers.errors import ProviderError, redact, retry_after_seconds, to_provider_error
+from providers.clients import ClientKind, client_kind
+from providers.errors import ProviderError, redact
+from providers.sdk_errors import retry_after_seconds, to_provider_error
 from tests.support.servers import MockServer, Reply, disconnect, error, malformed, text
 
 PREFILL_REFUSAL = "This model does not support assistant message prefill. The conversation must end with a user message."  # noqa: E501
@@ -68,7 +70,18 @@ def chunks_of(value: str, size: int) -> list[str]:
 # --------------------------------------------------------------------------- public surface
 
 
-SUBMODULES = ["providers", "providers.align", "providers.errors", "providers.retry"]
+SUBMODULES = [
+    "providers",
+    "providers.align",
+    "providers.anthropic",
+    "providers.clients",
+    "providers.errors",
+    "providers.openai",
+    "providers.retry",
+    "providers.sdk",
+    "providers.sdk_errors",
+    "providers.sdk_stream",
+]
 
 
 def _isort_key(name: str) -> tuple[int, str]:
@@ -1199,6 +1212,40 @@ async def test_as_drafter_sends_sdk_clients_to_wrap(
                 as_drafter(client)
     with pytest.raises(TypeError, match="OpenAIChatDrafter"):
         as_drafter(openai_client())
+
+
+class _OwnClient(openai.AsyncOpenAI):
+    """A subclass from outside the SDK's package, as a user's own client is."""
+
+
+def _azure() -> object:
+    return openai.AzureOpenAI(api_key=DUMMY_KEY, azure_endpoint="http://x", api_version="1")
+
+
+@pytest.mark.parametrize(
+    ("make", "kind"),
+    [
+        pytest.param(lambda: openai.OpenAI(api_key=DUMMY_KEY), ("openai", False), id="openai"),
+        pytest.param(lambda: openai.AsyncOpenAI(api_key=DUMMY_KEY), ("openai", True), id="async"),
+        pytest.param(_azure, ("openai", False), id="azure"),
+        pytest.param(lambda: _OwnClient(api_key=DUMMY_KEY), ("openai", True), id="subclass"),
+        pytest.param(lambda: anthropic.Anthropic(api_key=DUMMY_KEY), ("anthropic", False), id="an"),
+        pytest.param(
+            lambda: anthropic.AsyncAnthropic(api_key=DUMMY_KEY), ("anthropic", True), id="async-an"
+        ),
+        pytest.param(object, None, id="object"),
+        pytest.param(lambda: SimpleNamespace(chat=None, messages=None), None, id="look-alike"),
+    ],
+)
+def test_client_kind_names_the_sdk_and_whether_it_is_async(
+    make: Callable[[], object], kind: tuple[str, bool] | None
+) -> None:
+    assert client_kind(make()) == (None if kind is None else ClientKind(*kind))
+
+
+def test_a_drafter_refuses_what_is_no_sdk_client() -> None:
+    with pytest.raises(TypeError, match="not an OpenAI or Anthropic SDK client: object"):
+        OpenAIChatDrafter(object(), "m")
 
 
 def test_as_drafter_refuses_other_things() -> None:

@@ -1,9 +1,10 @@
 """SDK streams as DraftStreams: one sync and one async shell around the same per-event step.
 
-`absorb(event, stream)` is the provider-specific part with no I/O: it returns the text an event
-carries and records usage and the finish reason on `stream`. The shells iterate the SDK stream,
-translate its errors (adding the request id the response headers gave), optionally align the text,
-and close the HTTP response however the iteration ends, or when the DraftStream is closed.
+`read_event(event, stream)` is the protocol's part with no I/O (providers.openai,
+providers.anthropic): it returns the text an event carries and records usage and the finish reason
+on `stream` (with `finish`). The shells iterate the SDK stream, translate its errors (adding the
+request id the response headers gave), optionally align the text, and close the HTTP response
+however the iteration ends, or when the DraftStream is closed.
 """
 
 from __future__ import annotations
@@ -14,30 +15,14 @@ from collections.abc import AsyncGenerator, Callable, Generator
 from typing import Any
 
 from providers.align import Aligner
-from providers.base import AsyncDraftStream, DraftStream, FinishReason
-from providers.errors import ProviderError, mapped_exceptions, to_provider_error
+from providers.base import AsyncDraftStream, DraftStream, FinishReason, NoChunks
+from providers.errors import ProviderError
+from providers.sdk_errors import mapped_exceptions, to_provider_error
+
+__all__ = ["AnyStream", "ReadEvent", "async_stream", "finish", "header", "sync_stream"]
 
 AnyStream = DraftStream | AsyncDraftStream
-Absorb = Callable[[Any, AnyStream], str | None]
-
-
-class Alignment:
-    """How to align a reply: `Aligner` options for `prefix` (see providers.align)."""
-
-    def __init__(self, prefix: str, *, anchored: bool = False, strip_fence: bool = True) -> None:
-        self.prefix = prefix
-        self.anchored = anchored
-        self.strip_fence = strip_fence
-
-
-class NoChunks:
-    """A placeholder async iterator (a real one replaces it before the stream is handed out)."""
-
-    def __aiter__(self) -> NoChunks:
-        return self
-
-    async def __anext__(self) -> str:
-        raise StopAsyncIteration
+ReadEvent = Callable[[Any, AnyStream], str | None]
 
 
 def header(response: Any, *names: str) -> str | None:
@@ -52,14 +37,6 @@ def header(response: Any, *names: str) -> str | None:
     return None
 
 
-def provider_error(exc: BaseException, request_id: str | None) -> ProviderError:
-    """`exc` translated, with `request_id` filled in when the error itself did not carry one."""
-    error = to_provider_error(exc)
-    if error.request_id is None and request_id is not None:
-        error.request_id = request_id
-    return error
-
-
 def finish(stream: AnyStream, reason: FinishReason) -> None:
     """Record the reason the provider gave (the stream ended properly), unless closed first."""
     stream.finished = True
@@ -71,24 +48,18 @@ class _Text:
     """The draft text of a stream's events, with the faults of the wire handled.
 
     A surrogate pair split across two events (JSON `\\ud83d` then `\\ude00`) is joined; a lone
-    surrogate is a malformed reply. Alignment (optional) strips what the reply repeats, and what it
-    strips is recorded on the stream (`stream.stripped`). A stream that ends without the provider's
-    finish reason (no `[DONE]`, no `message_stop`) was cut off on the way: `finish()` raises a
-    retryable ProviderError, so the round resumes from the committed text, as after a drop.
+    surrogate is a malformed reply. The aligner (optional) strips what the reply repeats, and what
+    it strips is recorded on the stream (`stream.stripped`). A stream that ends without the
+    provider's finish reason (no `[DONE]`, no `message_stop`) was cut off on the way: `finish()`
+    raises a retryable ProviderError, so the round resumes from the committed text, as after a drop.
     """
 
     def __init__(
-        self, stream: AnyStream, alignment: Alignment | None, content_type: str | None
+        self, stream: AnyStream, aligner: Aligner | None, content_type: str | None
     ) -> None:
         self.stream = stream
         self.content_type = content_type or ""
-        self.aligner = (
-            None
-            if alignment is None
-            else Aligner(
-                alignment.prefix, anchored=alignment.anchored, strip_fence=alignment.strip_fence
-            )
-        )
+        self.aligner = aligner
         self.high = ""  # a high surrogate that ended the last event, waiting for its pair
 
     def feed(self, text: str) -> str:
@@ -152,24 +123,27 @@ def _read_error(exc: BaseException, request_id: str | None) -> ProviderError:
         return ProviderError(
             f"malformed event in the stream: {exc}", retryable=True, request_id=request_id
         )
-    return provider_error(exc, request_id)
+    error = to_provider_error(exc)
+    if error.request_id is None:
+        error.request_id = request_id
+    return error
 
 
 def sync_stream(
     sdk_stream: Any,
-    absorb: Absorb,
+    read_event: ReadEvent,
     *,
     request_id: str | None,
-    alignment: Alignment | None = None,
+    aligner: Aligner | None = None,
 ) -> DraftStream:
     """A DraftStream over a sync SDK stream (iterable of events, with `close()`)."""
     stream = DraftStream(chunks=iter(()), request_id=request_id)
-    text = _Text(stream, alignment, header(getattr(sdk_stream, "response", None), "content-type"))
+    text = _Text(stream, aligner, header(getattr(sdk_stream, "response", None), "content-type"))
 
     def events() -> Generator[str, None, None]:
         try:
             for event in sdk_stream:
-                if piece := text.feed(absorb(event, stream) or ""):
+                if piece := text.feed(read_event(event, stream) or ""):
                     yield piece
             if piece := text.finish():
                 yield piece
@@ -193,14 +167,14 @@ def sync_stream(
 
 def async_stream(
     sdk_stream: Any,
-    absorb: Absorb,
+    read_event: ReadEvent,
     *,
     request_id: str | None,
-    alignment: Alignment | None = None,
+    aligner: Aligner | None = None,
 ) -> AsyncDraftStream:
     """The async twin of `sync_stream` (an async iterable of events, with `await close()`)."""
     stream = AsyncDraftStream(chunks=NoChunks(), request_id=request_id)
-    text = _Text(stream, alignment, header(getattr(sdk_stream, "response", None), "content-type"))
+    text = _Text(stream, aligner, header(getattr(sdk_stream, "response", None), "content-type"))
 
     async def events() -> AsyncGenerator[str, None]:
         # The SDK's iterator is an async generator of its own: closed here, not left suspended
@@ -208,7 +182,7 @@ def async_stream(
         iterator = sdk_stream.__aiter__()
         try:
             async for event in iterator:
-                if piece := text.feed(absorb(event, stream) or ""):
+                if piece := text.feed(read_event(event, stream) or ""):
                     yield piece
             if piece := text.finish():
                 yield piece
