@@ -100,7 +100,7 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", help="where the target runs: cpu, cuda, cuda:1... (default: auto)")
 
 
-def add_guide_options(p: argparse.ArgumentParser) -> None:
+def _add_guide_options(p: argparse.ArgumentParser) -> None:
     """One flag for each GuideOptions field (`run`, `demo` and `serve`), read from the field's
     declaration: its name, what it takes and its help; the target's sampling is three flags."""
     defaults = GuideOptions()
@@ -148,7 +148,7 @@ def _add_sampling_options(p: argparse.ArgumentParser, defaults: Sampling) -> Non
 
 
 def guide_options(args: argparse.Namespace) -> GuideOptions:
-    """The GuideOptions that add_guide_options' flags set."""
+    """The GuideOptions the flags set (one for each option, the target's sampling three)."""
     changes: dict[str, Any] = {}
     for option_field in fields(GuideOptions):
         if declaration(option_field).kind == "sampling":
@@ -168,7 +168,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "--prompt-file", metavar="FILE", help="read the prompt from FILE ('-' for stdin)"
     )
     _add_target_options(p)
-    add_guide_options(p)
+    _add_guide_options(p)
     p.add_argument("--html", metavar="FILE", help="write the trace as HTML to FILE")
     p.add_argument("--json", action="store_true", help="print the result as a JSON object")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress or summary on stderr")
@@ -288,7 +288,7 @@ def _serve_parser(sub: Any) -> None:
     s.add_argument("--port", type=_at_least(0), default=8000, help="(default: %(default)s)")
     _add_target_options(s)
     _add_serve_limits(s)
-    add_guide_options(s)
+    _add_guide_options(s)
     s.add_argument(
         "--log-level",
         choices=("critical", "error", "warning", "info", "debug"),

@@ -99,10 +99,9 @@ def declaration(option_field: Field[object]) -> Option:
 def _listed(cls: type[D]) -> type[D]:
     """`cls` with the list of its options, read from their declarations, ending its docstring."""
     entries = []
-    defaults = cls()
     for option_field in fields(cls):
         declared = declaration(option_field)
-        default = getattr(defaults, option_field.name)
+        default = option_field.default
         head = f"{option_field.name}: {option_field.type} = {default!r} ({declared.wanted()})"
         text = f"{declared.help}; {declared.more}" if declared.more else declared.help
         indent = " " * 4
@@ -224,7 +223,7 @@ class GuideOptions:
             "stops there), so a run ends about one completion after the bound; None: no bound",
         ),
     )
-    # option() is a dataclasses.field, which ruff does not see (it makes no new default per call).
+    # RUF009: option() is dataclasses.field, which ruff does not know; the Sampling is frozen.
     sampling: Sampling = option(  # noqa: RUF009
         GREEDY,
         Option(
