@@ -4,101 +4,239 @@
 convenience: `guide(fn, "json", max_corrections=4)` is the same as
 `guide(fn, "json", options=GuideOptions(max_corrections=4))`, and a name that is not an option
 is a TypeError naming the valid ones and the closest match.
+
+Each option is declared once, with its field (`option(default, Option(...))`): what values it
+takes and one line of help. GuideOptions' checks, the option list in its docstring and the CLI's
+flags (backtrack.cli.parser) are all read from those declarations.
 """
 
 from __future__ import annotations
 
 import difflib
+import inspect
 import math
-from dataclasses import dataclass, fields, replace
+import textwrap
+from dataclasses import Field, dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from local_target import Sampling
 from providers.retry import DEFAULT_MAX_ATTEMPTS
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 GREEDY = Sampling()
 
 # Names people reach for that mean the target's sampling, which is its own option.
 _SAMPLING_WORDS = frozenset({"temperature", "top_p", "seed"})
 
+# The kinds of value an option takes: a whole number with a lower bound, a number of seconds
+# (> 0), True or False, the local target's Sampling.
+OptionKind = Literal["count", "seconds", "switch", "sampling"]
+
+_DECLARED = "option"  # the key of an option's declaration in its field's metadata
+
+T = TypeVar("T")
+D = TypeVar("D", bound="DataclassInstance")
+
 
 @dataclass(frozen=True)
+class Option:
+    """The declaration of one option: the kind of value it takes (for "count", the smallest
+    allowed), whether None (no limit) is allowed, one line of help (the CLI flag's), and what the
+    docstring adds to it."""
+
+    kind: OptionKind
+    help: str
+    minimum: int = 0
+    none_allowed: bool = False
+    more: str = ""
+
+    def wanted(self) -> str:
+        """What a value must be, as an error about a bad one says it."""
+        none = "None or " if self.none_allowed else ""
+        if self.kind == "count":
+            return f"{none}a whole number >= {self.minimum}"
+        if self.kind == "seconds":
+            return f"{none}a number > 0"
+        if self.kind == "switch":
+            return "True or False"
+        return "a Sampling"
+
+    def accepts(self, value: object) -> bool:
+        if value is None:
+            return self.none_allowed
+        if self.kind == "switch":
+            return isinstance(value, bool)
+        if self.kind == "sampling":
+            return isinstance(value, Sampling)
+        if isinstance(value, bool):
+            return False  # True is an int to Python, not a number to us
+        if self.kind == "count":
+            return isinstance(value, int) and value >= self.minimum
+        return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+    def check(self, name: str, value: object) -> None:
+        """A ValueError naming the option when it does not accept `value`."""
+        if not self.accepts(value):
+            raise ValueError(f"{name} must be {self.wanted()}, got {value!r}")
+
+
+def option(default: T, declared: Option) -> T:
+    """A GuideOptions field: its default and its declaration."""
+    return field(default=default, metadata={_DECLARED: declared})
+
+
+def declaration(option_field: Field[object]) -> Option:
+    """The declaration of one of GuideOptions' fields; a field declared without one is a
+    TypeError, so that every option is checked, listed and given a flag."""
+    declared = option_field.metadata.get(_DECLARED)
+    if not isinstance(declared, Option):
+        raise TypeError(f"GuideOptions.{option_field.name} is not declared with option()")
+    return declared
+
+
+def _listed(cls: type[D]) -> type[D]:
+    """`cls` with the list of its options, read from their declarations, ending its docstring."""
+    entries = []
+    for option_field in fields(cls):
+        declared = declaration(option_field)
+        default = option_field.default
+        head = f"{option_field.name}: {option_field.type} = {default!r} ({declared.wanted()})"
+        text = f"{declared.help}; {declared.more}" if declared.more else declared.help
+        indent = " " * 4
+        entries.append(
+            f"{head}\n{textwrap.fill(text, 96, initial_indent=indent, subsequent_indent=indent)}"
+        )
+    cls.__doc__ = f"{inspect.cleandoc(cls.__doc__ or '')}\n\nOptions:\n\n" + "\n".join(entries)
+    return cls
+
+
+@_listed
+@dataclass(frozen=True)
 class GuideOptions:
-    """Budgets and policies of one guided run.
+    """Budgets and policies of one guided run. Each field is declared with `option()`: its
+    checks, this list and the CLI's flags are read from there."""
 
-    `max_corrections`: corrections by the local target before it completes the text itself (or,
-    with `complete_on_budget=False`, the run stops). `max_draft_tokens`: the token budget of each
-    draft request; the loop also reads at most 32 characters per token of a round, whatever the
-    drafter. `max_rounds`: drafts and corrections in all. `correction_tokens` and
-    `completion_tokens`: the target's budget for one correction and for the final completion.
-    `min_reuse_chars`: a draft's rejected rest that fits after a correction is kept when it
-    completes the text or is at least this long. `max_preamble_chars`: before anything is
-    committed, how much of a draft may be read to skip a preamble ("Here is the JSON:").
-    `max_attempts`: attempts per draft round, the first included (retries resume from the
-    committed text). `repair_window`: at a cut, how much more of the draft is read to
-    find an edit after which it fits again (backtrack.repair.search), read on from the same stream;
-    0 turns repairs off (every cut is a correction and a new call). `max_repairs`: edits per run.
-    `max_lost_chars`: when set, a run that leaves out more of the API's answer text than this
-    (`GuideResult.lost_chars`: trailing text dropped, text a repair skipped or took back, a cut
-    draft's rest never asked for again) raises TextLostError, carrying the result, instead of
-    returning it. `max_seconds`: when set, the run's wall-clock bound: past it, the draft being
-    read is closed and no API call is made; the target completes the text from what is committed
-    (at most `completion_tokens`; with `complete_on_budget=False` the run stops there), so a run
-    ends about one completion after the bound. `sampling`: the local target's sampling (default:
-    greedy); the API's own temperature is the API call's business (wrap's create kwargs, a
-    drafter's create_kwargs).
-    """
-
-    max_corrections: int = 8
-    max_draft_tokens: int = 512
-    max_rounds: int = 32
-    correction_tokens: int = 16
-    completion_tokens: int = 512
-    complete_on_budget: bool = True
-    min_reuse_chars: int = 12
-    max_preamble_chars: int = 2000
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS
-    repair_window: int = 64
-    max_repairs: int = 32
-    max_lost_chars: int | None = None
-    max_seconds: float | None = None
-    sampling: Sampling = GREEDY
+    max_corrections: int = option(
+        8,
+        Option(
+            "count",
+            "local corrections at most",
+            minimum=0,
+            more="then the target completes the text itself (with complete_on_budget=False, "
+            "the run stops)",
+        ),
+    )
+    max_draft_tokens: int = option(
+        512,
+        Option(
+            "count",
+            "tokens per draft request",
+            minimum=1,
+            more="the loop also reads at most 32 characters per token of a round, whatever the "
+            "drafter",
+        ),
+    )
+    max_rounds: int = option(32, Option("count", "drafts and corrections in all", minimum=1))
+    correction_tokens: int = option(
+        16,
+        Option("count", "tokens per correction", minimum=1, more="the target's budget for one"),
+    )
+    completion_tokens: int = option(
+        512,
+        Option(
+            "count",
+            "tokens the target may finish with",
+            minimum=1,
+            more="its budget for the final completion",
+        ),
+    )
+    complete_on_budget: bool = option(
+        True,
+        Option(
+            "switch",
+            "when the corrections run out, the target finishes the text",
+            more="False: the run stops there",
+        ),
+    )
+    min_reuse_chars: int = option(
+        12,
+        Option(
+            "count",
+            "a draft's rest that fits after a correction is kept from this length",
+            minimum=0,
+            more="or when it completes the text, whatever its length",
+        ),
+    )
+    max_preamble_chars: int = option(
+        2000,
+        Option(
+            "count",
+            "how much of a first draft may be skipped as preamble",
+            minimum=0,
+            more='such as "Here is the JSON:", read before anything is committed',
+        ),
+    )
+    max_attempts: int = option(
+        DEFAULT_MAX_ATTEMPTS,
+        Option(
+            "count",
+            "attempts per draft request, retries included",
+            minimum=1,
+            more="a retry resumes from the committed text",
+        ),
+    )
+    repair_window: int = option(
+        64,
+        Option(
+            "count",
+            "characters read past a cut to find an edit (0: no repairs)",
+            minimum=0,
+            more="an edit after which the draft fits again (backtrack.repair.search), read on "
+            "from the same stream; with 0 every cut is a correction and a new call",
+        ),
+    )
+    max_repairs: int = option(
+        32, Option("count", "edits per run, each read on from the same stream", minimum=0)
+    )
+    max_lost_chars: int | None = option(
+        None,
+        Option(
+            "count",
+            "more of the API's answer text left out than this is an error",
+            minimum=0,
+            none_allowed=True,
+            more="the run raises TextLostError, carrying the result, instead of returning it "
+            "(GuideResult.lost_chars: trailing text dropped, text a repair skipped or took back, "
+            "a cut draft's rest never asked for again); None: no limit",
+        ),
+    )
+    max_seconds: float | None = option(
+        None,
+        Option(
+            "seconds",
+            "the run's time bound: past it no API call, the target completes",
+            none_allowed=True,
+            more="the draft being read is closed, and the target completes the text from what "
+            "is committed (at most completion_tokens; with complete_on_budget=False the run "
+            "stops there), so a run ends about one completion after the bound; None: no bound",
+        ),
+    )
+    # RUF009: option() is dataclasses.field, which ruff does not know; the Sampling is frozen.
+    sampling: Sampling = option(  # noqa: RUF009
+        GREEDY,
+        Option(
+            "sampling",
+            "the local target's sampling, greedy by default",
+            more="the API's own temperature is the API call's business (wrap's create kwargs, "
+            "a drafter's create_kwargs)",
+        ),
+    )
 
     def __post_init__(self) -> None:
-        at_least = {
-            "max_corrections": 0,
-            "max_draft_tokens": 1,
-            "max_rounds": 1,
-            "correction_tokens": 1,
-            "completion_tokens": 1,
-            "min_reuse_chars": 0,
-            "max_preamble_chars": 0,
-            "max_attempts": 1,
-            "repair_window": 0,
-            "max_repairs": 0,
-            "max_lost_chars": 0,
-        }
-        optional = {"max_lost_chars"}  # None: no limit
-        for name, low in at_least.items():
-            value = getattr(self, name)
-            if value is None and name in optional:
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                none = "None or " if name in optional else ""
-                raise ValueError(f"{name} must be {none}a whole number >= {low}, got {value!r}")
-        seconds = self.max_seconds
-        if seconds is not None and (
-            isinstance(seconds, bool)
-            or not isinstance(seconds, (int, float))
-            or not math.isfinite(seconds)
-            or seconds <= 0
-        ):
-            raise ValueError(f"max_seconds must be None or a number > 0, got {seconds!r}")
-        if not isinstance(self.sampling, Sampling):
-            raise ValueError(f"sampling must be a Sampling, got {self.sampling!r}")
-        if not isinstance(self.complete_on_budget, bool):
-            raise ValueError(
-                f"complete_on_budget must be True or False, got {self.complete_on_budget!r}"
-            )
+        for option_field in fields(self):
+            declaration(option_field).check(option_field.name, getattr(self, option_field.name))
 
 
 def resolve(

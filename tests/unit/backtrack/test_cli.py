@@ -25,9 +25,10 @@ from test_guide_servers import DOC, KEPT, PROMPT, SLIP, responder
 
 import backtrack
 import grammars
-from backtrack.cli import main as cli
+from backtrack.cli import commands as cli_commands
 from backtrack.cli import models as cli_models
 from backtrack.cli.main import main
+from backtrack.cli.parser import DEMO_PROMPT, build_parser
 from backtrack.cli.progress import Progress
 from providers import retry
 from tests.support.scripted import ScriptedAPI
@@ -66,7 +67,7 @@ class _NoTarget:
 
 @pytest.fixture
 def no_target(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cli, "load_target", lambda args, progress: _NoTarget())
+    monkeypatch.setattr(cli_commands, "load_target", lambda args, progress: _NoTarget())
 
 
 def provider_args(kind: str, openai: MockServer, anthropic: MockServer) -> list[str]:
@@ -402,7 +403,7 @@ def test_a_stalled_server_times_out(
 def test_requests_time_out_after_a_minute_by_default(monkeypatch: pytest.MonkeyPatch):
     built: list[dict[str, Any]] = []
     monkeypatch.setattr("openai.OpenAI", lambda **options: built.append(options))
-    args = cli.parser().parse_args(["run", "hi", "-p", "openai:m"])
+    args = build_parser().parse_args(["run", "hi", "-p", "openai:m"])
     cli_models.sdk_client("openai", args)
     assert args.timeout == 60.0 and built == [{"max_retries": 0, "timeout": 60.0}]
 
@@ -702,5 +703,5 @@ def test_demo_shows_the_first_draft_as_smollm2_wrote_it(
     _, out, _ = run_cli("demo", *argv)
     shown = out.partition("--- guided result ---\n")[0]
     shown = shown.removeprefix("--- unconstrained draft (first round) ---\n").removesuffix("\n")
-    written = "".join(target.session(cli.DEMO_PROMPT).generate("", max_tokens=48))
+    written = "".join(target.session(DEMO_PROMPT).generate("", max_tokens=48))
     assert shown and written.startswith(shown), (shown, written)

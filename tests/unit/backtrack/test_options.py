@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 from typing import Any
 
 import pytest
 
 from backtrack import GuideOptions, Sampling, aguide, guide, wrap
-from backtrack.cli.main import _options, parser
-from backtrack.run.options import option_names
+from backtrack.cli.parser import build_parser, guide_options
+from backtrack.run.options import declaration, option_names
 
 CALLS: list[Any] = []
 
@@ -105,8 +106,8 @@ def test_the_defaults_live_in_guide_options_alone() -> None:
         assert declared == set(), function
     # The command line's flags default to GuideOptions' values, not to copies of them.
     for command in ("run", "demo"):
-        args = parser().parse_args([command] if command == "demo" else [command, "hi"])
-        built = _options(args)
+        args = build_parser().parse_args([command] if command == "demo" else [command, "hi"])
+        built = guide_options(args)
         demo_budgets = {"max_corrections", "max_draft_tokens", "completion_tokens"}
         for field in dataclasses.fields(GuideOptions):
             if command == "demo" and field.name in demo_budgets:
@@ -115,7 +116,7 @@ def test_the_defaults_live_in_guide_options_alone() -> None:
 
 
 def test_the_cli_sets_every_option_and_the_targets_sampling() -> None:
-    args = parser().parse_args(
+    args = build_parser().parse_args(
         [
             "run",
             "hi",
@@ -129,7 +130,7 @@ def test_the_cli_sets_every_option_and_the_targets_sampling() -> None:
             "--target-seed=3",
         ]
     )
-    assert _options(args) == GuideOptions(
+    assert guide_options(args) == GuideOptions(
         max_corrections=2,
         max_rounds=9,
         max_attempts=1,
@@ -138,3 +139,67 @@ def test_the_cli_sets_every_option_and_the_targets_sampling() -> None:
         complete_on_budget=False,
         sampling=Sampling(temperature=0.5, seed=3),
     )
+
+
+# -- one declaration for each option ---------------------------------------------------------------
+
+
+def run_help(capsys: pytest.CaptureFixture[str]) -> str:
+    """`backtrack run --help`, its whitespace made single spaces (argparse wraps lines)."""
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "--help"])
+    return " ".join(capsys.readouterr().out.split())
+
+
+OPTION_FIELDS = dataclasses.fields(GuideOptions)
+BOUNDED = [f for f in OPTION_FIELDS if declaration(f).kind in ("count", "seconds")]
+
+
+@pytest.mark.parametrize("option_field", OPTION_FIELDS, ids=lambda f: f.name)
+def test_each_option_has_a_flag_with_its_declared_help(
+    option_field: dataclasses.Field[Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    declared = declaration(option_field)  # a field declared without option() is a TypeError
+    assert declared.help in " ".join((GuideOptions.__doc__ or "").split())
+    shown = run_help(capsys)
+    if declared.kind == "sampling":  # the target's Sampling: a flag for each of its parts
+        for part in ("--target-temperature T", "--target-top-p P", "--target-seed N"):
+            assert part in shown
+        return
+    flag = "--" + option_field.name.replace("_", "-")
+    written = {
+        "count": f"{flag} N",
+        "seconds": f"{flag} SECONDS",
+        "switch": f"{flag}, --no-{flag[2:]}",
+    }
+    default = getattr(GuideOptions(), option_field.name)
+    default_shown = "none" if default is None else default
+    assert f"{written[declared.kind]} {declared.help} (default: {default_shown})" in shown
+
+
+@pytest.mark.parametrize("option_field", BOUNDED, ids=lambda f: f.name)
+def test_each_bound_is_the_declared_one_on_the_flag_and_in_the_checks(
+    option_field: dataclasses.Field[Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    declared, name = declaration(option_field), option_field.name
+    flag = "--" + name.replace("_", "-")
+    smallest = declared.minimum if declared.kind == "count" else 0.5
+    too_small = declared.minimum - 1 if declared.kind == "count" else 0
+    args = build_parser().parse_args(["run", "hi", f"{flag}={smallest}"])
+    assert getattr(guide_options(args), name) == smallest
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "hi", f"{flag}={too_small}"])
+    assert flag in capsys.readouterr().err
+    with pytest.raises(ValueError, match=re.escape(f"{name} must be {declared.wanted()}, got")):
+        GuideOptions(**{name: too_small})
+
+
+def test_an_option_without_a_declaration_is_refused() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class MoreOptions(GuideOptions):
+        undeclared: int = 1
+
+    with pytest.raises(
+        TypeError, match=r"GuideOptions\.undeclared is not declared with option\(\)"
+    ):
+        MoreOptions()

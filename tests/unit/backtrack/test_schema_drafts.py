@@ -16,7 +16,7 @@ import pytest
 
 import providers
 from backtrack import Grammar, GuideResult, guide
-from backtrack.cli.main import DEMO_SCHEMA
+from backtrack.cli.commands import DEMO_SCHEMA
 from grammars.json_schema.build import Validator, loosen
 from tests.support.scripted import ScriptedAPI, ScriptedTarget
 

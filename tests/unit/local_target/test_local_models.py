@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from backtrack import Grammar, guide
-from backtrack.cli.main import DEMO_SCHEMA
+from backtrack.cli.commands import DEMO_SCHEMA
 from backtrack.local_drafter import LocalDrafter, SessionDrafter
 from backtrack.trace.record import OUTPUT_ORIGINS
 from backtrack.trace.result import GuideResult
