@@ -56,6 +56,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.corpora import unseen
 from benchmarks.corpora.main import CASES, JSON_KEYS_N, Case, check_corpus, load_grammar
 from benchmarks.corpora.other import GRAMMARS, OTHER_CASES, check_other_corpus, load_other_grammar
 from grammars.grammar import Grammar
@@ -93,8 +94,10 @@ KIND = {
     "toml": "TOML file",
     "html": "HTML fragment",
     "graphql": "GraphQL query",
+    **unseen.KINDS,
 }
 COMMAND = "python -m benchmarks.bench_repair"
+UNSEEN = {"unseen": "look", "unseen-held": "held"}  # --corpus: a half of benchmarks/corpora/unseen
 
 
 # -- the scripted API ------------------------------------------------------------------------------
@@ -417,6 +420,8 @@ def grammar_source(name: str) -> str:
 
     if name in GRAMMARS:
         return load_other_grammar(name).source
+    if name in unseen.GRAMMARS:
+        return unseen.load_unseen_grammar(name).source
     if name == "json_keys":
         return grammars.source("json_keys", n=JSON_KEYS_N)
     return grammars.source(name)
@@ -428,12 +433,16 @@ def grammar_source(name: str) -> str:
 def grammar_of(case: Case) -> Grammar:
     if case.grammar in GRAMMARS:
         return load_other_grammar(case.grammar)
+    if case.grammar in unseen.GRAMMARS:
+        return unseen.load_unseen_grammar(case.grammar)
     return load_grammar(case.grammar)
 
 
 def pick(quick: bool, corpus: str = "main") -> list[Case]:
     if corpus == "other":
         return list(OTHER_CASES)
+    if corpus in UNSEEN:
+        return list(unseen.half_cases(UNSEEN[corpus]))
     return [c for c in CASES if c.name in QUICK] if quick else list(CASES)
 
 
@@ -630,7 +639,8 @@ def run(
 
     from local_target import LocalTarget
 
-    problems = check_other_corpus() if corpus == "other" else check_corpus()
+    checks = {"other": check_other_corpus, **dict.fromkeys(UNSEEN, unseen.check_unseen_corpus)}
+    problems = checks.get(corpus, check_corpus)()
     if problems:
         raise RuntimeError("corpus: " + "; ".join(problems))
     torch.set_num_threads(1)
@@ -681,7 +691,7 @@ def run(
     mode = (
         (" --quick" if quick else "")
         + ("" if peer else " --no-peer")
-        + (" --corpus other" if corpus == "other" else "")
+        + ("" if corpus == "main" else f" --corpus {corpus}")
     )
     section = [
         "## Repair of black-box drafts",
@@ -714,10 +724,12 @@ def main() -> None:
     parser.add_argument("--no-peer", action="store_true", help="skip grammar-guide")
     parser.add_argument(
         "--corpus",
-        choices=("main", "other"),
+        choices=("main", "other", *UNSEEN),
         default="main",
-        help="benchmarks/corpora/main.py (shipped grammars) or benchmarks/corpora/other.py "
-        "(TOML, HTML, GraphQL from public sources)",
+        help="benchmarks/corpora/main.py (shipped grammars), benchmarks/corpora/other.py "
+        "(TOML, HTML, GraphQL from public sources), or benchmarks/corpora/unseen.py (grammars "
+        "nobody tuned on): its look half (unseen) or its held-out half (unseen-held, reported "
+        "as it comes out, never tuned on)",
     )
     args = parser.parse_args()
     print(run(args.quick, peer=not args.no_peer, corpus=args.corpus))
