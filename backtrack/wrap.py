@@ -8,8 +8,8 @@
 Works for OpenAI, AsyncOpenAI (chat.completions.create) and Anthropic, AsyncAnthropic
 (messages.create). Without `grammar=` a call goes to the SDK untouched, and so does everything else
 on the client. The response is the SDK's usual type (a subclass carrying `guide_result`). A type
-checker sees the SDK's client back, its create() taking `grammar=` too (backtrack.wire.openai_chat
-and anthropic_messages declare these types).
+checker sees the SDK's client back, its create() taking `grammar=` too
+(backtrack.wire.guided_clients).
 """
 
 from __future__ import annotations
@@ -31,8 +31,12 @@ if TYPE_CHECKING:
     from anthropic import Anthropic, AsyncAnthropic
     from openai import AsyncOpenAI, OpenAI
 
-    from backtrack.wire.anthropic_messages import GuidedAnthropic, GuidedAsyncAnthropic
-    from backtrack.wire.openai_chat import GuidedAsyncOpenAI, GuidedOpenAI
+    from backtrack.wire.guided_clients import (
+        GuidedAnthropic,
+        GuidedAsyncAnthropic,
+        GuidedAsyncOpenAI,
+        GuidedOpenAI,
+    )
 
 # How a guided create() call is read: (client, kwargs) -> (drafter, prompt); `kwargs` is what is
 # left once the grammar and the options are out.
@@ -93,14 +97,6 @@ def wrap(
     options: GuideOptions | None = None,
     **option_changes: Any,
 ) -> GuidedAsyncAnthropic: ...
-@overload
-def wrap(
-    client: object,
-    *,
-    target: LocalTarget | None = None,
-    options: GuideOptions | None = None,
-    **option_changes: Any,
-) -> Any: ...
 def wrap(
     client: Any,
     *,

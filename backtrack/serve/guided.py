@@ -64,7 +64,7 @@ class GuidedRequests:
             raise to_serve_error(exc) from exc
         grammar = await self.grammars.get(spec)
         client = upstream.client(request.headers)
-        drafter = shape.drafter(client, guided.model, **guided.create_kwargs)
+        drafter = shape.drafter(client, guided.model, **guided.drafter_options)
         logger.info("%s: guided (%s from %s)", shape.path, grammar.kind, spec.field)
         limit = self.timeout
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, overload
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from backtrack.trace.result import GuideResult
 from backtrack.wire.shape import (
@@ -28,67 +28,7 @@ from providers import AnthropicDrafter
 from providers.base import Message, Prompt
 
 if TYPE_CHECKING:
-    from functools import cached_property
-
-    from anthropic import Anthropic, AsyncAnthropic, AsyncStream, Stream
-    from anthropic.resources import AsyncMessages, Messages
-    from anthropic.types import Message as SdkMessage
-    from anthropic.types import RawMessageStreamEvent
-
-    from grammars import GrammarLike
-
-    # What a type checker sees of wrap(Anthropic()) and wrap(AsyncAnthropic()): the SDK's client,
-    # whose messages.create also takes grammar= (and then answers a GuidedMessage). At run time
-    # wrap() gives a proxy; these classes are never made.
-
-    class GuidedMessage(SdkMessage):
-        """The SDK's Message with the run's GuideResult."""
-
-        guide_result: GuideResult
-
-    class GuidedMessages(Messages):
-        @overload  # type: ignore[override]
-        def create(
-            self, *, grammar: GrammarLike, stream: Literal[False] | None = None, **kwargs: Any
-        ) -> GuidedMessage: ...
-        @overload
-        def create(self, *, stream: Literal[False] | None = None, **kwargs: Any) -> SdkMessage: ...
-        @overload
-        def create(
-            self, *, stream: Literal[True], **kwargs: Any
-        ) -> Stream[RawMessageStreamEvent]: ...
-        @overload
-        def create(
-            self, *, stream: bool, **kwargs: Any
-        ) -> SdkMessage | Stream[RawMessageStreamEvent]: ...
-        def create(self, **kwargs: Any) -> Any: ...
-
-    class GuidedAsyncMessages(AsyncMessages):
-        @overload  # type: ignore[override]
-        async def create(
-            self, *, grammar: GrammarLike, stream: Literal[False] | None = None, **kwargs: Any
-        ) -> GuidedMessage: ...
-        @overload
-        async def create(
-            self, *, stream: Literal[False] | None = None, **kwargs: Any
-        ) -> SdkMessage: ...
-        @overload
-        async def create(
-            self, *, stream: Literal[True], **kwargs: Any
-        ) -> AsyncStream[RawMessageStreamEvent]: ...
-        @overload
-        async def create(
-            self, *, stream: bool, **kwargs: Any
-        ) -> SdkMessage | AsyncStream[RawMessageStreamEvent]: ...
-        async def create(self, **kwargs: Any) -> Any: ...
-
-    class GuidedAnthropic(Anthropic):
-        @cached_property
-        def messages(self) -> GuidedMessages: ...
-
-    class GuidedAsyncAnthropic(AsyncAnthropic):
-        @cached_property
-        def messages(self) -> GuidedAsyncMessages: ...
+    from backtrack.wire.guided_clients import GuidedMessage
 
 
 class AnthropicMessages(Shape):
@@ -96,8 +36,8 @@ class AnthropicMessages(Shape):
     path = "/v1/messages"
     upstream: UpstreamKind = "anthropic"
 
-    def drafter(self, client: Any, model: str, **create_kwargs: Any) -> AnthropicDrafter:
-        return AnthropicDrafter(client, model, **create_kwargs)
+    def drafter(self, client: Any, model: str, **options: Any) -> AnthropicDrafter:
+        return AnthropicDrafter(client, model, **options)
 
     def prompt_from_body(self, body: dict[str, Any]) -> Prompt:
         messages = body_messages(body)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, overload
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from backtrack.trace.result import GuideResult
 from backtrack.wire.shape import (
@@ -26,76 +26,7 @@ from providers import OpenAIChatDrafter
 from providers.base import Message
 
 if TYPE_CHECKING:
-    from functools import cached_property
-
-    from openai import AsyncOpenAI, AsyncStream, OpenAI, Stream
-    from openai.resources.chat import AsyncChat, AsyncCompletions, Chat, Completions
-    from openai.types.chat import ChatCompletion, ChatCompletionChunk
-
-    from grammars import GrammarLike
-
-    # What a type checker sees of wrap(OpenAI()) and wrap(AsyncOpenAI()): the SDK's client, whose
-    # chat.completions.create also takes grammar= (and then answers a GuidedChatCompletion). At
-    # run time wrap() gives a proxy; these classes are never made.
-
-    class GuidedChatCompletion(ChatCompletion):
-        """The SDK's ChatCompletion with the run's GuideResult."""
-
-        guide_result: GuideResult
-
-    class GuidedCompletions(Completions):
-        @overload  # type: ignore[override]
-        def create(
-            self, *, grammar: GrammarLike, stream: Literal[False] | None = None, **kwargs: Any
-        ) -> GuidedChatCompletion: ...
-        @overload
-        def create(
-            self, *, stream: Literal[False] | None = None, **kwargs: Any
-        ) -> ChatCompletion: ...
-        @overload
-        def create(
-            self, *, stream: Literal[True], **kwargs: Any
-        ) -> Stream[ChatCompletionChunk]: ...
-        @overload
-        def create(
-            self, *, stream: bool, **kwargs: Any
-        ) -> ChatCompletion | Stream[ChatCompletionChunk]: ...
-        def create(self, **kwargs: Any) -> Any: ...
-
-    class GuidedAsyncCompletions(AsyncCompletions):
-        @overload  # type: ignore[override]
-        async def create(
-            self, *, grammar: GrammarLike, stream: Literal[False] | None = None, **kwargs: Any
-        ) -> GuidedChatCompletion: ...
-        @overload
-        async def create(
-            self, *, stream: Literal[False] | None = None, **kwargs: Any
-        ) -> ChatCompletion: ...
-        @overload
-        async def create(
-            self, *, stream: Literal[True], **kwargs: Any
-        ) -> AsyncStream[ChatCompletionChunk]: ...
-        @overload
-        async def create(
-            self, *, stream: bool, **kwargs: Any
-        ) -> ChatCompletion | AsyncStream[ChatCompletionChunk]: ...
-        async def create(self, **kwargs: Any) -> Any: ...
-
-    class GuidedChat(Chat):
-        @cached_property
-        def completions(self) -> GuidedCompletions: ...
-
-    class GuidedAsyncChat(AsyncChat):
-        @cached_property
-        def completions(self) -> GuidedAsyncCompletions: ...
-
-    class GuidedOpenAI(OpenAI):
-        @cached_property
-        def chat(self) -> GuidedChat: ...
-
-    class GuidedAsyncOpenAI(AsyncOpenAI):
-        @cached_property
-        def chat(self) -> GuidedAsyncChat: ...
+    from backtrack.wire.guided_clients import GuidedChatCompletion
 
 
 class OpenAIChat(Shape):
@@ -103,10 +34,10 @@ class OpenAIChat(Shape):
     path = "/v1/chat/completions"
     upstream: UpstreamKind = "openai"
 
-    def drafter(self, client: Any, model: str, **create_kwargs: Any) -> OpenAIChatDrafter:
-        return OpenAIChatDrafter(client, model, **create_kwargs)
+    def drafter(self, client: Any, model: str, **options: Any) -> OpenAIChatDrafter:
+        return OpenAIChatDrafter(client, model, **options)
 
-    def create_kwargs(self, max_tokens_param: str, extra: dict[str, Any]) -> dict[str, Any]:
+    def drafter_options(self, max_tokens_param: str, extra: dict[str, Any]) -> dict[str, Any]:
         return {"max_tokens_param": max_tokens_param, "extra_body": extra}
 
     def reply(

@@ -19,8 +19,8 @@ class OpenAICompletions(Shape):
     path = "/v1/completions"
     upstream: UpstreamKind = "openai"
 
-    def drafter(self, client: Any, model: str, **create_kwargs: Any) -> OpenAICompletionsDrafter:
-        return OpenAICompletionsDrafter(client, model, **create_kwargs)
+    def drafter(self, client: Any, model: str, **options: Any) -> OpenAICompletionsDrafter:
+        return OpenAICompletionsDrafter(client, model, **options)
 
     def prompt_from_body(self, body: dict[str, Any]) -> Prompt:
         prompt = body.get("prompt")

@@ -57,14 +57,14 @@ class ErrorReply(Protocol):
 
 @dataclass(frozen=True)
 class GuidedRequest:
-    """A guided request read from a body: the drafter's model, prompt and token budget, and what
-    its drafter is built with besides (`create_kwargs`: the fields that go upstream as they
+    """A guided request read from a body: the drafter's model, prompt and token budget, and the
+    drafter's other keywords (`drafter_options`: among them the fields that go upstream as they
     came)."""
 
     model: str
     prompt: Prompt
     max_tokens: int | None
-    create_kwargs: dict[str, Any] = field(default_factory=dict)
+    drafter_options: dict[str, Any] = field(default_factory=dict)
 
 
 class Shape:
@@ -74,8 +74,9 @@ class Shape:
     path: str
     upstream: UpstreamKind
 
-    def drafter(self, client: Any, model: str, **create_kwargs: Any) -> SdkDrafter:
-        """The drafter that drafts in this shape through the SDK `client`."""
+    def drafter(self, client: Any, model: str, **options: Any) -> SdkDrafter:
+        """The drafter that drafts in this shape through the SDK `client` (`options`: the
+        drafter's keywords, such as the SDK create() call's own)."""
         raise NotImplementedError
 
     # -- reading a body
@@ -93,12 +94,12 @@ class Shape:
             raise MalformedBody(f"`{param}` must be an integer", param=param)
         extra = {k: v for k, v in body.items() if k not in _SET_BY_SERVER}
         prompt = self.prompt_from_body(body)
-        return GuidedRequest(model, prompt, limit, self.create_kwargs(param, extra))
+        return GuidedRequest(model, prompt, limit, self.drafter_options(param, extra))
 
     def prompt_from_body(self, body: dict[str, Any]) -> Prompt:
         return body_messages(body)
 
-    def create_kwargs(self, max_tokens_param: str, extra: dict[str, Any]) -> dict[str, Any]:
+    def drafter_options(self, max_tokens_param: str, extra: dict[str, Any]) -> dict[str, Any]:
         """The drafter's keywords for a body: its other fields go upstream as they came."""
         return {"extra_body": extra}
 

@@ -15,12 +15,15 @@ if TYPE_CHECKING:
     from openai import AsyncOpenAI, OpenAI, Stream
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-    from backtrack.wire.anthropic_messages import (
+    from backtrack.wire.guided_clients import (
         GuidedAnthropic,
         GuidedAsyncAnthropic,
+        GuidedAsyncOpenAI,
+        GuidedChatCompletion,
         GuidedMessage,
+        GuidedOpenAI,
     )
-    from backtrack.wire.openai_chat import GuidedAsyncOpenAI, GuidedChatCompletion, GuidedOpenAI
+
 
 def openai(client: OpenAI) -> None:
     wrapped = wrap(client, max_corrections=2)
