@@ -7,7 +7,6 @@ message_stop. Its `system` goes first in the prompt, as a system message.
 
 from __future__ import annotations
 
-import functools
 import uuid
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
@@ -21,6 +20,7 @@ from backtrack.wire.shape import (
     body_messages,
     kwargs_messages,
     required_kwarg,
+    with_guide_result,
     with_partial,
 )
 from backtrack.wire.sse import sse
@@ -131,21 +131,12 @@ def usage(result: GuideResult) -> AnthropicUsage:
     return {"input_tokens": result.usage.input_tokens, "output_tokens": result.usage.output_tokens}
 
 
-@functools.cache
-def _guided_message() -> Any:
-    from anthropic.types import Message as SdkMessage
-
-    class GuidedMessage(SdkMessage):
-        guide_result: Any = None  # a pydantic field that takes any object
-
-    return GuidedMessage
-
-
 def message(model: str, result: GuideResult) -> GuidedMessage:
     """`result` as the SDK's Message (a subclass carrying `guide_result`)."""
+    from anthropic.types import Message as SdkMessage
     from anthropic.types import TextBlock, Usage
 
-    reply: GuidedMessage = _guided_message()(
+    reply: GuidedMessage = with_guide_result(SdkMessage)(
         id=f"msg_backtrack_{uuid.uuid4().hex}",
         type="message",
         role="assistant",

@@ -7,7 +7,6 @@ events. `finish_reason` and `usage` serve the completions shape too.
 
 from __future__ import annotations
 
-import functools
 import time
 import uuid
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
@@ -20,6 +19,7 @@ from backtrack.wire.shape import (
     UpstreamKind,
     kwargs_messages,
     required_kwarg,
+    with_guide_result,
 )
 from backtrack.wire.sse import sse
 from providers import OpenAIChatDrafter
@@ -100,23 +100,13 @@ def usage(result: GuideResult) -> OpenAIUsage:
     }
 
 
-@functools.cache
-def _guided_chat_completion() -> Any:
-    from openai.types.chat import ChatCompletion
-
-    class GuidedChatCompletion(ChatCompletion):
-        guide_result: Any = None  # a pydantic field that takes any object
-
-    return GuidedChatCompletion
-
-
 def chat_completion(model: str, result: GuideResult) -> GuidedChatCompletion:
     """`result` as the SDK's ChatCompletion (a subclass carrying `guide_result`)."""
-    from openai.types.chat import ChatCompletionMessage
+    from openai.types.chat import ChatCompletion, ChatCompletionMessage
     from openai.types.chat.chat_completion import Choice
     from openai.types.completion_usage import CompletionUsage
 
-    reply: GuidedChatCompletion = _guided_chat_completion()(
+    reply: GuidedChatCompletion = with_guide_result(ChatCompletion)(
         id=f"backtrack-{uuid.uuid4().hex}",
         object="chat.completion",
         created=int(time.time()),

@@ -14,6 +14,7 @@ on its last event.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -167,6 +168,15 @@ def summary(result: GuideResult, *, html: bool = False) -> dict[str, Any]:
     if html:
         out["trace_html"] = result.to_html()  # every model and user text in it is escaped
     return out
+
+
+@functools.cache
+def with_guide_result(sdk_type: type[Any]) -> Any:
+    """`sdk_type` (an SDK's reply, a pydantic model) subclassed with a `guide_result` field that
+    takes any object: `ChatCompletion` -> `GuidedChatCompletion`. Made at the first reply, so
+    that importing backtrack imports no SDK."""
+    namespace = {"__annotations__": {"guide_result": Any}, "guide_result": None}
+    return type(f"Guided{sdk_type.__name__}", (sdk_type,), {**namespace, "__module__": __name__})
 
 
 def with_partial(body: dict[str, Any], error: ErrorReply) -> dict[str, Any]:
