@@ -7,26 +7,42 @@
 
 Works for OpenAI, AsyncOpenAI (chat.completions.create) and Anthropic, AsyncAnthropic
 (messages.create). Without `grammar=` a call goes to the SDK untouched, and so does everything else
-on the client. The response is the SDK's usual type (a subclass carrying `guide_result`).
+on the client. The response is the SDK's usual type (a subclass carrying `guide_result`). A type
+checker sees the SDK's client back, its create() taking `grammar=` too
+(backtrack.wire.guided_clients).
 """
 
 from __future__ import annotations
 
-import functools
-import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 from backtrack.run.guide import aguide, guide
 from backtrack.run.options import GuideOptions, option_names, resolve
 from backtrack.trace.result import GuideResult
+from backtrack.wire import anthropic_messages, openai_chat
+from backtrack.wire.shape import SdkDrafter
 from grammars import GrammarLike
 from local_target import LocalTarget
-from providers.anthropic import AnthropicDrafter
-from providers.base import Message, check_prompt
-from providers.openai import OpenAIChatDrafter
+from providers.base import Message
+
+if TYPE_CHECKING:
+    from anthropic import Anthropic, AsyncAnthropic
+    from openai import AsyncOpenAI, OpenAI
+
+    from backtrack.wire.guided_clients import (
+        GuidedAnthropic,
+        GuidedAsyncAnthropic,
+        GuidedAsyncOpenAI,
+        GuidedOpenAI,
+    )
+
+# How a guided create() call is read: (client, kwargs) -> (drafter, prompt); `kwargs` is what is
+# left once the grammar and the options are out.
+ReadKwargs = Callable[[Any, dict[str, Any]], tuple[SdkDrafter, list[Message]]]
+# How the result is answered: (model, result) -> the SDK's response.
+Respond = Callable[[str, GuideResult], Any]
 
 
 class _Proxy:
@@ -49,6 +65,38 @@ def _is_async(client: Any) -> bool:
     return type(client).__name__.startswith("Async")
 
 
+@overload
+def wrap(
+    client: OpenAI,
+    *,
+    target: LocalTarget | None = None,
+    options: GuideOptions | None = None,
+    **option_changes: Any,
+) -> GuidedOpenAI: ...
+@overload
+def wrap(
+    client: AsyncOpenAI,
+    *,
+    target: LocalTarget | None = None,
+    options: GuideOptions | None = None,
+    **option_changes: Any,
+) -> GuidedAsyncOpenAI: ...
+@overload
+def wrap(
+    client: Anthropic,
+    *,
+    target: LocalTarget | None = None,
+    options: GuideOptions | None = None,
+    **option_changes: Any,
+) -> GuidedAnthropic: ...
+@overload
+def wrap(
+    client: AsyncAnthropic,
+    *,
+    target: LocalTarget | None = None,
+    options: GuideOptions | None = None,
+    **option_changes: Any,
+) -> GuidedAsyncAnthropic: ...
 def wrap(
     client: Any,
     *,
@@ -61,15 +109,29 @@ def wrap(
     keywords) apply to every guided call. A guided call may change them for itself by name
     (`create(..., grammar="json", max_corrections=2, target=...)`) or give `guide_options=`; its
     `max_tokens` is the budget of each draft request (max_draft_tokens)."""
-    defaults = resolve("wrap", options, option_changes, also=("target", "options"))
+    defaults = _Defaults(
+        target, resolve("wrap", options, option_changes, also=("target", "options"))
+    )
     kind = type(client).__module__.split(".", 1)[0]
     if kind == "openai":
         completions = client.chat.completions
-        create = _openai_create(client, completions.create, _Defaults(target, defaults))
+        create = _guided_create(
+            client,
+            completions.create,
+            defaults,
+            openai_chat.read_kwargs,
+            openai_chat.chat_completion,
+        )
         chat = _Proxy(client.chat, completions=_Proxy(completions, create=create))
         return _Proxy(client, chat=chat)
     if kind == "anthropic":
-        create = _anthropic_create(client, client.messages.create, _Defaults(target, defaults))
+        create = _guided_create(
+            client,
+            client.messages.create,
+            defaults,
+            anthropic_messages.read_kwargs,
+            anthropic_messages.message,
+        )
         return _Proxy(client, messages=_Proxy(client.messages, create=create))
     raise TypeError(f"wrap() takes an OpenAI or Anthropic client, not {type(client).__name__}")
 
@@ -86,7 +148,7 @@ class _Defaults:
 class _Call:
     """One guided create() call, taken apart: the drafter, the grammar, and guide()'s arguments."""
 
-    drafter: OpenAIChatDrafter | AnthropicDrafter
+    drafter: SdkDrafter
     grammar: GrammarLike
     prompt: list[Message]
     target: LocalTarget | None
@@ -106,37 +168,23 @@ def _split(kwargs: dict[str, Any], defaults: _Defaults) -> tuple[GrammarLike, Gu
     return kwargs.pop("grammar"), options
 
 
-def _required(kwargs: dict[str, Any], name: str) -> Any:
-    if name not in kwargs:
-        raise TypeError(f"create() needs {name}= (with grammar= as without)")
-    return kwargs.pop(name)
-
-
-def _messages(kwargs: dict[str, Any]) -> list[Message]:
-    """The call's `messages=`, checked before any request: a list of chat messages."""
-    messages = _required(kwargs, "messages")
-    problem = "" if isinstance(messages, (list, tuple)) else f"not {type(messages).__name__}"
-    if not problem:
-        try:
-            check_prompt(messages)
-        except TypeError as exc:
-            problem = str(exc)
-    if problem:
-        raise TypeError(
-            "messages= must be a list of chat messages (dicts with 'role' and 'content'): "
-            + problem
-        )
-    return list(messages)
-
-
 def _guided_create(
     client: Any,
     original: Callable[..., Any],
-    setup: Callable[[dict[str, Any]], _Call],
-    respond: Callable[[str, GuideResult], Any],
+    defaults: _Defaults,
+    read: ReadKwargs,
+    respond: Respond,
 ) -> Callable[..., Any]:
     """`create` (or async `acreate`) that runs guide() when given `grammar=`, else `original`.
-    `setup(kwargs)` takes the call apart; `respond(model, result)` gives the SDK response."""
+    `read` takes the call apart (backtrack.wire); `respond(model, result)` gives the SDK
+    response."""
+
+    def setup(kwargs: dict[str, Any]) -> _Call:
+        grammar, options = _split(kwargs, defaults)
+        target = kwargs.pop("target", defaults.target)
+        drafter, prompt = read(client, kwargs)
+        return _Call(drafter, grammar, prompt, target, options)
+
     if _is_async(client):
 
         async def acreate(*args: Any, **kwargs: Any) -> Any:
@@ -164,95 +212,3 @@ def _guided_create(
         return respond(call.drafter.model, result)
 
     return create
-
-
-def _openai_create(client: Any, original: Any, defaults: _Defaults) -> Callable[..., Any]:
-    def setup(kwargs: dict[str, Any]) -> _Call:
-        grammar, options = _split(kwargs, defaults)
-        target = kwargs.pop("target", defaults.target)
-        model, messages = _required(kwargs, "model"), _messages(kwargs)
-        drafter = OpenAIChatDrafter(client, model, **kwargs)
-        return _Call(drafter, grammar, messages, target, options)
-
-    return _guided_create(client, original, setup, chat_completion)
-
-
-def _anthropic_create(client: Any, original: Any, defaults: _Defaults) -> Callable[..., Any]:
-    def setup(kwargs: dict[str, Any]) -> _Call:
-        grammar, options = _split(kwargs, defaults)
-        target = kwargs.pop("target", defaults.target)
-        model, messages = _required(kwargs, "model"), _messages(kwargs)
-        if "system" in kwargs:
-            messages.insert(0, {"role": "system", "content": kwargs.pop("system")})
-        drafter = AnthropicDrafter(client, model, **kwargs)
-        return _Call(drafter, grammar, messages, target, options)
-
-    return _guided_create(client, original, setup, anthropic_message)
-
-
-@functools.cache
-def _guided_chat_completion() -> Any:
-    from openai.types.chat import ChatCompletion
-
-    class GuidedChatCompletion(ChatCompletion):
-        guide_result: Any = None
-
-    return GuidedChatCompletion
-
-
-@functools.cache
-def _guided_message() -> Any:
-    from anthropic.types import Message
-
-    class GuidedMessage(Message):
-        guide_result: Any = None
-
-    return GuidedMessage
-
-
-def chat_completion(model: str, result: GuideResult) -> Any:
-    """`result` as the SDK's ChatCompletion (a subclass carrying `guide_result`)."""
-    from openai.types.chat import ChatCompletionMessage
-    from openai.types.chat.chat_completion import Choice
-    from openai.types.completion_usage import CompletionUsage
-
-    usage = result.usage
-    return _guided_chat_completion()(
-        id=f"backtrack-{uuid.uuid4().hex}",
-        object="chat.completion",
-        created=int(time.time()),
-        model=model,
-        choices=[
-            Choice(
-                index=0,
-                finish_reason="stop" if result.valid else "length",
-                message=ChatCompletionMessage(role="assistant", content=result.text),
-            )
-        ],
-        usage=CompletionUsage(
-            prompt_tokens=usage.input_tokens,
-            completion_tokens=usage.output_tokens,
-            total_tokens=usage.input_tokens + usage.output_tokens,
-        ),
-        guide_result=result,
-    )
-
-
-def anthropic_message(model: str, result: GuideResult) -> Any:
-    """`result` as the SDK's Message (a subclass carrying `guide_result`)."""
-    from anthropic.types import TextBlock
-    from anthropic.types import Usage as AnthropicUsage
-
-    return _guided_message()(
-        id=f"msg_backtrack_{uuid.uuid4().hex}",
-        type="message",
-        role="assistant",
-        model=model,
-        content=[TextBlock(type="text", text=result.text)],
-        stop_reason="end_turn" if result.valid else "max_tokens",
-        stop_sequence=None,
-        usage=AnthropicUsage(
-            input_tokens=result.usage.input_tokens, output_tokens=result.usage.output_tokens
-        ),
-        guide_result=result,
-    )

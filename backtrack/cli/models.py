@@ -1,5 +1,5 @@
-"""The command line's models: the local target it loads and the drafter it builds for a provider,
-watched by the progress display."""
+"""The command line's models: the local target it loads and the drafter it builds for a provider
+(in the provider's wire shape, backtrack.wire), watched by the progress display."""
 
 from __future__ import annotations
 
@@ -13,10 +13,13 @@ from typing import Any
 from backtrack.cli.errors import CommandError
 from backtrack.cli.progress import Progress
 from backtrack.local_drafter import LocalDrafter
+from backtrack.wire.anthropic_messages import AnthropicMessages
+from backtrack.wire.openai_chat import OpenAIChat
+from backtrack.wire.openai_completions import OpenAICompletions
+from backtrack.wire.shape import Shape
 from local_target import LocalTarget, TargetSession
 from local_target.errors import TargetError
 from local_target.loading import load_pretrained, pick_device
-from providers import AnthropicDrafter, OpenAIChatDrafter, OpenAICompletionsDrafter
 from providers.base import Capabilities, Drafter, DraftRequest, DraftStream
 
 
@@ -92,11 +95,14 @@ def drafter_for(
     if kind == "local":
         return LocalDrafter(target), None
     client = sdk_client(kind, args)
+    shape: Shape
     if kind == "anthropic":
-        return AnthropicDrafter(client, model), client
-    if args.completions:
-        return OpenAICompletionsDrafter(client, model), client
-    return OpenAIChatDrafter(client, model), client
+        shape = AnthropicMessages()
+    elif args.completions:
+        shape = OpenAICompletions()
+    else:
+        shape = OpenAIChat()
+    return shape.drafter(client, model), client
 
 
 class Watched:

@@ -5,6 +5,7 @@
 
 `to_serve_error(exc)` is the one mapping, for what a guided request can raise:
 
+    MalformedBody           400 invalid_request      (the shape's own fields: model, messages...)
     GrammarError            400 invalid_grammar      (line and column in the message)
     TextError               422 grammar_budget       (a draft passed the grammar's work budget)
     TextLostError           422 text_lost            (past `backtrack.max_lost_chars`; partial)
@@ -15,12 +16,18 @@
                                                       gives it with the partial result)
     TypeError, ValueError   400 invalid_option       (GuideOptions refused a `backtrack` field)
 
-Messages go through `providers.errors.redact`: no key is ever echoed.
+Messages go through `providers.errors.redact`: no key is ever echoed. `error_response` writes
+one in a shape's error body.
 """
 
 from __future__ import annotations
 
+import math
+
+from starlette.responses import JSONResponse, Response
+
 from backtrack.trace.result import TextLostError
+from backtrack.wire.shape import MalformedBody, Shape
 from grammars import BacktrackError, GrammarError, PartialResult, TextError
 from local_target.errors import TargetError
 from providers.errors import ProviderError, redact
@@ -74,6 +81,8 @@ def to_serve_error(exc: Exception) -> ServeError:
     """The ServeError for a failure of a guided request (re-raises what it does not know)."""
     if isinstance(exc, ServeError):
         return exc
+    if isinstance(exc, MalformedBody):
+        return RequestError(str(exc), param=exc.param)
     if isinstance(exc, GrammarError):
         return ServeError(400, f"invalid grammar: {exc}", code="invalid_grammar")
     if isinstance(exc, TextError):
@@ -113,3 +122,11 @@ def timed_out(limit: float, partial: PartialResult) -> ServeError:
         code="timeout",
         partial=partial,
     )
+
+
+def error_response(shape: Shape, error: ServeError) -> Response:
+    """`error` in `shape`'s error body, with its status (and the wait a 429 asks for)."""
+    headers = {}
+    if error.retry_after is not None:
+        headers["retry-after"] = str(math.ceil(error.retry_after))
+    return JSONResponse(shape.error_body(error), status_code=error.status, headers=headers)

@@ -21,7 +21,7 @@ import httpx2
 from starlette.responses import Response, StreamingResponse
 
 from backtrack.serve.errors import ServeError
-from backtrack.wire.protocol import UpstreamKind
+from backtrack.wire.shape import UpstreamKind
 
 # Hop-by-hop headers (RFC 9110, 7.6.1) and those the HTTP clients set themselves.
 _NOT_FORWARDED = frozenset(

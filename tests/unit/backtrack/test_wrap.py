@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -104,3 +106,11 @@ def test_bad_messages_are_refused_before_any_request(
     with pytest.raises(TypeError, match="create\\(\\) needs model="):
         create(max_tokens=8, messages=MESSAGES, grammar="json")
     assert server.exchanges == []
+
+
+@pytest.mark.slow  # a fresh interpreter imports torch: seconds
+def test_importing_backtrack_does_not_import_the_sdks() -> None:
+    # wrap()'s types name the SDKs' classes for type checkers only (backtrack.wire.guided_clients).
+    code = "import backtrack, sys; print('openai' in sys.modules, 'anthropic' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]

@@ -1,0 +1,138 @@
+"""The SDK clients as wrap() gives them back, for a type checker: the SDK's own client, whose
+`chat.completions.create` (OpenAI) or `messages.create` (Anthropic) also takes `grammar=` and then
+answers a GuidedChatCompletion or a GuidedMessage (the SDK's type with `guide_result`).
+
+At run time wrap() gives a proxy and these classes are never made: they exist only for type
+checkers, and importing this module imports no SDK.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+if TYPE_CHECKING:
+    from functools import cached_property
+
+    from anthropic import Anthropic, AsyncAnthropic
+    from anthropic import AsyncStream as AnthropicAsyncStream
+    from anthropic import Stream as AnthropicStream
+    from anthropic.resources import AsyncMessages, Messages
+    from anthropic.types import Message, RawMessageStreamEvent
+    from openai import AsyncOpenAI, AsyncStream, OpenAI, Stream
+    from openai.resources.chat import AsyncChat, AsyncCompletions, Chat, Completions
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+    from backtrack.trace.result import GuideResult
+    from grammars import GrammarLike
+
+    # -- OpenAI, AsyncOpenAI
+
+    class GuidedChatCompletion(ChatCompletion):
+        """The SDK's ChatCompletion with the run's GuideResult."""
+
+        guide_result: GuideResult
+
+    class GuidedCompletions(Completions):
+        @overload  # type: ignore[override]
+        def create(
+            self, *, grammar: GrammarLike, stream: Literal[False] | None = None, **kwargs: Any
+        ) -> GuidedChatCompletion: ...
+        @overload
+        def create(
+            self, *, stream: Literal[False] | None = None, **kwargs: Any
+        ) -> ChatCompletion: ...
+        @overload
+        def create(
+            self, *, stream: Literal[True], **kwargs: Any
+        ) -> Stream[ChatCompletionChunk]: ...
+        @overload
+        def create(
+            self, *, stream: bool, **kwargs: Any
+        ) -> ChatCompletion | Stream[ChatCompletionChunk]: ...
+        def create(self, **kwargs: Any) -> Any: ...
+
+    class GuidedAsyncCompletions(AsyncCompletions):
+        @overload  # type: ignore[override]
+        async def create(
+            self, *, grammar: GrammarLike, stream: Literal[False] | None = None, **kwargs: Any
+        ) -> GuidedChatCompletion: ...
+        @overload
+        async def create(
+            self, *, stream: Literal[False] | None = None, **kwargs: Any
+        ) -> ChatCompletion: ...
+        @overload
+        async def create(
+            self, *, stream: Literal[True], **kwargs: Any
+        ) -> AsyncStream[ChatCompletionChunk]: ...
+        @overload
+        async def create(
+            self, *, stream: bool, **kwargs: Any
+        ) -> ChatCompletion | AsyncStream[ChatCompletionChunk]: ...
+        async def create(self, **kwargs: Any) -> Any: ...
+
+    class GuidedChat(Chat):
+        @cached_property
+        def completions(self) -> GuidedCompletions: ...
+
+    class GuidedAsyncChat(AsyncChat):
+        @cached_property
+        def completions(self) -> GuidedAsyncCompletions: ...
+
+    class GuidedOpenAI(OpenAI):
+        @cached_property
+        def chat(self) -> GuidedChat: ...
+
+    class GuidedAsyncOpenAI(AsyncOpenAI):
+        @cached_property
+        def chat(self) -> GuidedAsyncChat: ...
+
+    # -- Anthropic, AsyncAnthropic
+
+    class GuidedMessage(Message):
+        """The SDK's Message with the run's GuideResult."""
+
+        guide_result: GuideResult
+
+    class GuidedMessages(Messages):
+        @overload  # type: ignore[override]
+        def create(
+            self, *, grammar: GrammarLike, stream: Literal[False] | None = None, **kwargs: Any
+        ) -> GuidedMessage: ...
+        @overload
+        def create(self, *, stream: Literal[False] | None = None, **kwargs: Any) -> Message: ...
+        @overload
+        def create(
+            self, *, stream: Literal[True], **kwargs: Any
+        ) -> AnthropicStream[RawMessageStreamEvent]: ...
+        @overload
+        def create(
+            self, *, stream: bool, **kwargs: Any
+        ) -> Message | AnthropicStream[RawMessageStreamEvent]: ...
+        def create(self, **kwargs: Any) -> Any: ...
+
+    class GuidedAsyncMessages(AsyncMessages):
+        @overload  # type: ignore[override]
+        async def create(
+            self, *, grammar: GrammarLike, stream: Literal[False] | None = None, **kwargs: Any
+        ) -> GuidedMessage: ...
+        @overload
+        async def create(
+            self, *, stream: Literal[False] | None = None, **kwargs: Any
+        ) -> Message: ...
+        @overload
+        async def create(
+            self, *, stream: Literal[True], **kwargs: Any
+        ) -> AnthropicAsyncStream[RawMessageStreamEvent]: ...
+        @overload
+        async def create(
+            self, *, stream: bool, **kwargs: Any
+        ) -> Message | AnthropicAsyncStream[RawMessageStreamEvent]: ...
+        async def create(self, **kwargs: Any) -> Any: ...
+
+    class GuidedAnthropic(Anthropic):
+        @cached_property
+        def messages(self) -> GuidedMessages: ...
+
+    class GuidedAsyncAnthropic(AsyncAnthropic):
+        @cached_property
+        def messages(self) -> GuidedAsyncMessages: ...

@@ -1,0 +1,124 @@
+"""The OpenAI chat completions shape: `POST /v1/chat/completions`, `chat.completions.create`.
+
+Read from a body (`OpenAIChat`) or from a create() call's kwargs (`read_kwargs`); the reply
+written as the SDK's ChatCompletion (`chat_completion`), as its JSON, or as `chat.completion.chunk`
+events. `finish_reason` and `usage` serve the completions shape too.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+from backtrack.trace.result import GuideResult
+from backtrack.wire.shape import (
+    EventStream,
+    GuidedRequest,
+    Shape,
+    UpstreamKind,
+    kwargs_messages,
+    required_kwarg,
+    with_guide_result,
+)
+from backtrack.wire.sse import sse
+from providers import OpenAIChatDrafter
+from providers.base import Message
+
+if TYPE_CHECKING:
+    from backtrack.wire.guided_clients import GuidedChatCompletion
+
+
+class OpenAIChat(Shape):
+    name = "chat.completions"
+    path = "/v1/chat/completions"
+    upstream: UpstreamKind = "openai"
+
+    def drafter(self, client: Any, model: str, **options: Any) -> OpenAIChatDrafter:
+        return OpenAIChatDrafter(client, model, **options)
+
+    def drafter_options(self, max_tokens_param: str, extra: dict[str, Any]) -> dict[str, Any]:
+        return {"max_tokens_param": max_tokens_param, "extra_body": extra}
+
+    def reply(
+        self, guided: GuidedRequest, result: GuideResult, extra: dict[str, Any]
+    ) -> dict[str, Any]:
+        reply: dict[str, Any] = chat_completion(guided.model, result).model_dump(
+            mode="json", exclude_unset=True, exclude={"guide_result"}
+        )
+        return {**reply, "backtrack": extra}
+
+    def stream(self, guided: GuidedRequest) -> EventStream:
+        return _ChatStream(guided)
+
+
+class _ChatStream(EventStream):
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": f"chatcmpl-backtrack-{self.id}",
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.guided.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    def start(self) -> bytes:
+        return sse(self._chunk({"role": "assistant", "content": ""}))
+
+    def text(self, piece: str) -> bytes:
+        return sse(self._chunk({"content": piece}))
+
+    def end(self, result: GuideResult, extra: dict[str, Any]) -> bytes:
+        last = {**self._chunk({}), "choices": [], "usage": usage(result), "backtrack": extra}
+        return sse(self._chunk({}, finish_reason(result))) + sse(last) + sse("[DONE]")
+
+
+def read_kwargs(client: Any, kwargs: dict[str, Any]) -> tuple[OpenAIChatDrafter, list[Message]]:
+    """A wrapped create() call read: its `model` and `messages` taken out of `kwargs`, whose rest
+    goes with each draft request."""
+    model, messages = required_kwarg(kwargs, "model"), kwargs_messages(kwargs)
+    return OpenAIChat().drafter(client, model, **kwargs), messages
+
+
+def finish_reason(result: GuideResult) -> Literal["stop", "length"]:
+    return "stop" if result.valid else "length"
+
+
+class OpenAIUsage(TypedDict):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+def usage(result: GuideResult) -> OpenAIUsage:
+    """The run's tokens as OpenAI's `usage`."""
+    tokens = result.usage
+    return {
+        "prompt_tokens": tokens.input_tokens,
+        "completion_tokens": tokens.output_tokens,
+        "total_tokens": tokens.input_tokens + tokens.output_tokens,
+    }
+
+
+def chat_completion(model: str, result: GuideResult) -> GuidedChatCompletion:
+    """`result` as the SDK's ChatCompletion (a subclass carrying `guide_result`)."""
+    from openai.types.chat import ChatCompletion, ChatCompletionMessage
+    from openai.types.chat.chat_completion import Choice
+    from openai.types.completion_usage import CompletionUsage
+
+    reply: GuidedChatCompletion = with_guide_result(ChatCompletion)(
+        id=f"backtrack-{uuid.uuid4().hex}",
+        object="chat.completion",
+        created=int(time.time()),
+        model=model,
+        choices=[
+            Choice(
+                index=0,
+                finish_reason=finish_reason(result),
+                message=ChatCompletionMessage(role="assistant", content=result.text),
+            )
+        ],
+        usage=CompletionUsage(**usage(result)),
+        guide_result=result,
+    )
+    return reply

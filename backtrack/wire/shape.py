@@ -1,0 +1,223 @@
+"""What the three wire shapes share: a guided request read, its drafter built, its reply, stream
+and errors written. Each shape is a subclass in its own module:
+
+    OpenAIChat          POST /v1/chat/completions   OpenAI     chat.completion / .chunk
+    OpenAICompletions   POST /v1/completions        OpenAI     text_completion
+    AnthropicMessages   POST /v1/messages           Anthropic  message, message_start..message_stop
+
+A JSON body (`backtrack serve`) is read by `Shape.read_body`; a create() call's kwargs (`wrap`) by
+`read_kwargs` in openai_chat and anthropic_messages, which also write the SDK's reply objects.
+Every guided reply a server writes carries a `backtrack` object (`summary`); a stream carries it
+on its last event.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from backtrack.trace.result import GuideResult
+from backtrack.wire.sse import sse
+from grammars import BacktrackError, PartialResult
+from providers import AnthropicDrafter, OpenAIChatDrafter, OpenAICompletionsDrafter
+from providers.base import Message, Prompt, check_prompt
+
+UpstreamKind = Literal["openai", "anthropic"]
+SdkDrafter = OpenAIChatDrafter | OpenAICompletionsDrafter | AnthropicDrafter
+
+# Fields the drafter sets itself (or that a guided request cannot honour); the rest of a body goes
+# upstream with each draft request, as it came.
+_SET_BY_SERVER = frozenset(
+    {"model", "messages", "prompt", "system", "stream", "stream_options", "n"}
+    | {"max_tokens", "max_completion_tokens"}
+)
+
+
+class MalformedBody(BacktrackError):
+    """A request body that is not what its shape takes; `param` names the field at fault."""
+
+    def __init__(self, message: str, *, param: str | None = None) -> None:
+        self.param = param
+        super().__init__(message)
+
+
+class ErrorReply(Protocol):
+    """What an error reply says (backtrack.serve.errors.ServeError is one): its message, the
+    shape's error type (`kind`), a short code, the field at fault and the partial result."""
+
+    message: str
+    kind: str
+    code: str
+    param: str | None
+    partial: PartialResult | None
+
+
+@dataclass(frozen=True)
+class GuidedRequest:
+    """A guided request read from a body: the drafter's model, prompt and token budget, and the
+    drafter's other keywords (`drafter_options`: among them the fields that go upstream as they
+    came)."""
+
+    model: str
+    prompt: Prompt
+    max_tokens: int | None
+    drafter_options: dict[str, Any] = field(default_factory=dict)
+
+
+class Shape:
+    """What the three shapes share; each subclass is one of them."""
+
+    name: str
+    path: str
+    upstream: UpstreamKind
+
+    def drafter(self, client: Any, model: str, **options: Any) -> SdkDrafter:
+        """The drafter that drafts in this shape through the SDK `client` (`options`: the
+        drafter's keywords, such as the SDK create() call's own)."""
+        raise NotImplementedError
+
+    # -- reading a body
+
+    def read_body(self, body: dict[str, Any]) -> GuidedRequest:
+        """`body` read (MalformedBody when a field is not what it must be)."""
+        model = body.get("model")
+        if not isinstance(model, str) or not model:
+            raise MalformedBody("`model` is required", param="model")
+        if body.get("n", 1) != 1:
+            raise MalformedBody("a guided request writes one choice: n must be 1", param="n")
+        param = "max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"
+        limit = body.get(param)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            raise MalformedBody(f"`{param}` must be an integer", param=param)
+        extra = {k: v for k, v in body.items() if k not in _SET_BY_SERVER}
+        prompt = self.prompt_from_body(body)
+        return GuidedRequest(model, prompt, limit, self.drafter_options(param, extra))
+
+    def prompt_from_body(self, body: dict[str, Any]) -> Prompt:
+        return body_messages(body)
+
+    def drafter_options(self, max_tokens_param: str, extra: dict[str, Any]) -> dict[str, Any]:
+        """The drafter's keywords for a body: its other fields go upstream as they came."""
+        return {"extra_body": extra}
+
+    # -- writing replies
+
+    def reply(
+        self, guided: GuidedRequest, result: GuideResult, extra: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The whole reply, with `extra` as its `backtrack` object."""
+        raise NotImplementedError
+
+    def stream(self, guided: GuidedRequest) -> EventStream:
+        raise NotImplementedError
+
+    def error_body(self, error: ErrorReply) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "error": {
+                "message": error.message,
+                "type": error.kind,
+                "param": error.param,
+                "code": error.code,
+            }
+        }
+        return with_partial(body, error)
+
+    def error_event(self, error: ErrorReply) -> bytes:
+        return sse(self.error_body(error))
+
+
+class EventStream:
+    """One reply as server-sent events: `start()`, `text(piece)` as pieces become final, then
+    `end(result, extra)`; chunks carry one id."""
+
+    def __init__(self, guided: GuidedRequest) -> None:
+        self.guided = guided
+        self.id = uuid.uuid4().hex
+        self.created = int(time.time())
+
+    def start(self) -> bytes:
+        raise NotImplementedError
+
+    def text(self, piece: str) -> bytes:
+        raise NotImplementedError
+
+    def end(self, result: GuideResult, extra: dict[str, Any]) -> bytes:
+        raise NotImplementedError
+
+
+def summary(result: GuideResult, *, html: bool = False) -> dict[str, Any]:
+    """The `backtrack` object of a reply: how the text came to be (and the HTML trace, asked)."""
+    out: dict[str, Any] = {
+        "valid": result.valid,
+        "stop_reason": result.stop_reason,
+        "api_calls": result.api_calls,
+        "corrections": result.corrections,
+        "edits": result.repairs,
+        "accepted_chars": result.accepted_chars,
+        "rejected_chars": result.rejected_chars,
+        "kept": round(result.kept, 4),
+        "lost_chars": result.lost_chars,
+        "drops": [dataclasses.asdict(d) for d in result.drops],  # as the CLI's --json has them
+        "local_tokens": result.local_tokens,
+        "seconds": round(result.seconds, 4),
+    }
+    if html:
+        out["trace_html"] = result.to_html()  # every model and user text in it is escaped
+    return out
+
+
+@functools.cache
+def with_guide_result(sdk_type: type[Any]) -> Any:
+    """`sdk_type` (an SDK's reply, a pydantic model) subclassed with a `guide_result` field that
+    takes any object: `ChatCompletion` -> `GuidedChatCompletion`. Made at the first reply, so
+    that importing backtrack imports no SDK."""
+    namespace = {"__annotations__": {"guide_result": Any}, "guide_result": None}
+    return type(f"Guided{sdk_type.__name__}", (sdk_type,), {**namespace, "__module__": __name__})
+
+
+def with_partial(body: dict[str, Any], error: ErrorReply) -> dict[str, Any]:
+    """`body` with the partial result of a run that failed after some work."""
+    if isinstance(error.partial, GuideResult):
+        body["backtrack"] = {**summary(error.partial), "text": error.partial.text}
+    return body
+
+
+def body_messages(body: dict[str, Any]) -> list[Message]:
+    """The body's `messages`: a non-empty list of chat messages."""
+    messages = body.get("messages")
+    try:
+        if not isinstance(messages, list) or not messages:
+            raise TypeError("a non-empty list of messages is required")
+        check_prompt(messages)
+    except TypeError as exc:
+        raise MalformedBody(f"`messages`: {exc}", param="messages") from None
+    return messages
+
+
+def required_kwarg(kwargs: dict[str, Any], name: str) -> Any:
+    """`kwargs[name]`, taken out (a TypeError when a create() call left it out)."""
+    if name not in kwargs:
+        raise TypeError(f"create() needs {name}= (with grammar= as without)")
+    return kwargs.pop(name)
+
+
+def kwargs_messages(kwargs: dict[str, Any]) -> list[Message]:
+    """A create() call's `messages=`, taken out and checked before any request: a list of chat
+    messages."""
+    messages = required_kwarg(kwargs, "messages")
+    problem = "" if isinstance(messages, (list, tuple)) else f"not {type(messages).__name__}"
+    if not problem:
+        try:
+            check_prompt(messages)
+        except TypeError as exc:
+            problem = str(exc)
+    if problem:
+        raise TypeError(
+            "messages= must be a list of chat messages (dicts with 'role' and 'content'): "
+            + problem
+        )
+    return list(messages)

@@ -1,0 +1,65 @@
+"""What a type checker sees of wrap(client): mypy checks this module (pyproject's [tool.mypy]
+files); it is never run. Each `assert_type` fails the check where wrap() loses the SDK's types."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from typing_extensions import assert_type
+
+from backtrack import GuideResult, wrap
+
+if TYPE_CHECKING:
+    from anthropic import Anthropic, AsyncAnthropic
+    from anthropic.types import Message
+    from openai import AsyncOpenAI, OpenAI, Stream
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+    from backtrack.wire.guided_clients import (
+        GuidedAnthropic,
+        GuidedAsyncAnthropic,
+        GuidedAsyncOpenAI,
+        GuidedChatCompletion,
+        GuidedMessage,
+        GuidedOpenAI,
+    )
+
+
+def openai(client: OpenAI) -> None:
+    wrapped = wrap(client, max_corrections=2)
+    assert_type(wrapped, GuidedOpenAI)
+    reply = wrapped.chat.completions.create(model="m", messages=[], grammar="json")
+    assert_type(reply, GuidedChatCompletion)
+    assert_type(reply.guide_result, GuideResult)
+    assert_type(reply.choices[0].message.content, str | None)
+    plain = wrapped.chat.completions.create(model="m", messages=[])
+    assert_type(plain, ChatCompletion)
+    chunks = wrapped.chat.completions.create(model="m", messages=[], stream=True)
+    assert_type(chunks, Stream[ChatCompletionChunk])
+    assert_type(wrapped.api_key, str)  # the rest of the client is the SDK's
+
+
+async def async_openai(client: AsyncOpenAI) -> None:
+    wrapped = wrap(client)
+    assert_type(wrapped, GuidedAsyncOpenAI)
+    reply = await wrapped.chat.completions.create(model="m", messages=[], grammar="json")
+    assert_type(reply, GuidedChatCompletion)
+    plain = await wrapped.chat.completions.create(model="m", messages=[])
+    assert_type(plain, ChatCompletion)
+
+
+def anthropic(client: Anthropic) -> None:
+    wrapped = wrap(client)
+    assert_type(wrapped, GuidedAnthropic)
+    reply = wrapped.messages.create(model="m", max_tokens=8, messages=[], grammar="json")
+    assert_type(reply, GuidedMessage)
+    assert_type(reply.guide_result, GuideResult)
+    plain = wrapped.messages.create(model="m", max_tokens=8, messages=[])
+    assert_type(plain, Message)
+
+
+async def async_anthropic(client: AsyncAnthropic) -> None:
+    wrapped = wrap(client)
+    assert_type(wrapped, GuidedAsyncAnthropic)
+    reply = await wrapped.messages.create(model="m", max_tokens=8, messages=[], grammar="json")
+    assert_type(reply, GuidedMessage)
