@@ -26,6 +26,7 @@ from backtrack.wire.shape import SdkDrafter
 from grammars import GrammarLike
 from local_target import LocalTarget
 from providers.base import Message
+from providers.clients import client_kind
 
 if TYPE_CHECKING:
     from anthropic import Anthropic, AsyncAnthropic
@@ -59,10 +60,6 @@ class _Proxy:
 
     def __repr__(self) -> str:
         return f"wrap({self._inner!r})"
-
-
-def _is_async(client: Any) -> bool:
-    return type(client).__name__.startswith("Async")
 
 
 @overload
@@ -112,8 +109,8 @@ def wrap(
     defaults = _Defaults(
         target, resolve("wrap", options, option_changes, also=("target", "options"))
     )
-    kind = type(client).__module__.split(".", 1)[0]
-    if kind == "openai":
+    kind = client_kind(client)
+    if kind is not None and kind.sdk == "openai":
         completions = client.chat.completions
         create = _guided_create(
             client,
@@ -124,7 +121,7 @@ def wrap(
         )
         chat = _Proxy(client.chat, completions=_Proxy(completions, create=create))
         return _Proxy(client, chat=chat)
-    if kind == "anthropic":
+    if kind is not None and kind.sdk == "anthropic":
         create = _guided_create(
             client,
             client.messages.create,
@@ -185,7 +182,8 @@ def _guided_create(
         drafter, prompt = read(client, kwargs)
         return _Call(drafter, grammar, prompt, target, options)
 
-    if _is_async(client):
+    kind = client_kind(client)
+    if kind is not None and kind.is_async:
 
         async def acreate(*args: Any, **kwargs: Any) -> Any:
             if "grammar" not in kwargs:

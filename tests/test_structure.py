@@ -145,6 +145,8 @@ def test_tests_and_benchmarks_share_only_tests_support() -> None:
                 )
             if source.startswith("benchmarks/") and top[0] == "tests" and top[1:] != ["support"]:
                 wrong.append(f"{source} imports {name} (benchmarks import only tests.support)")
+            if name.split(".")[-1].startswith("test_"):
+                wrong.append(f"{source} imports {name} (what tests share goes in tests.support)")
             if name.split(".")[0] in _SUPPORT_MODULES:
                 wrong.append(f"{source} imports {name} (one way only: tests.support.{name})")
     assert not wrong, "\n".join(wrong)
@@ -179,6 +181,8 @@ CLEARER_WHOLE: dict[str, str] = {
     "local_target.session:TargetSession": "one request's state and its invariants (the KV cache "
     "holds exactly its ids, the matcher its text); each method is a move that keeps them, and a "
     "split would hand the state to a second class",
+    "backtrack.serve.guided:_stream": "its event generator shares the run's local state (the "
+    "run, the model, the usage so far); apart, it would take seven parameters",
 }
 
 

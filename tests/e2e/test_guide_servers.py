@@ -16,7 +16,7 @@ correction path (a cut, SmolLM2's correction, a new request showing it) turn tha
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,15 +26,12 @@ from backtrack import Grammar, GuideResult, ProviderError, aguide, guide
 from local_target import LocalTarget
 from providers import AnthropicDrafter, OpenAIChatDrafter, OpenAICompletionsDrafter, Usage
 from providers.align import CONTINUE_INSTRUCTION
+from tests.support.responder import DOC, KEPT, PROMPT, SLIP, responder, sent_prefix
 from tests.support.scripted import ScriptedAPI
 from tests.support.servers import MockServer, Reply, disconnect, error, text
 
 pytestmark = pytest.mark.e2e
 
-DOC = '{"a": [1, 2, 3], "b": null}'
-SLIP = '{"a": [1, 2, 3}, "b": null}'  # the first reply: a bracket closed with the wrong brace
-PROMPT = f"Reply with this JSON value only:\n{DOC}"
-KEPT = '{"a": [1, 2, 3'  # the start of SLIP the grammar takes
 JSON = Grammar.load("json")
 SETTINGS = {"max_corrections": 2, "correction_tokens": 8, "completion_tokens": 24}
 # The correction path alone: every cut is a correction by SmolLM2 and a new request, no repair.
@@ -78,40 +75,6 @@ def drafter_of(kind: str, request: pytest.FixtureRequest, *, asynchronous: bool 
     if kind == "openai-chat":
         return OpenAIChatDrafter(client, "gpt-test")
     return OpenAICompletionsDrafter(client, "gpt-test")
-
-
-def sent_prefix(kind: str, body: dict[str, Any]) -> str:
-    """The committed text as the request shows it (Anthropic: without trailing blanks)."""
-    if kind == "openai-completions":
-        prompt = body["prompt"]
-        assert prompt.startswith(PROMPT)
-        return str(prompt[len(PROMPT) :])
-    messages = body["messages"]
-    if kind == "openai-chat":
-        if messages[-1] == {"role": "user", "content": CONTINUE_INSTRUCTION}:
-            assert messages[-2]["role"] == "assistant"
-            return str(messages[-2]["content"])
-        assert messages == [{"role": "user", "content": PROMPT}]
-        return ""
-    if messages[-1]["role"] == "assistant":
-        return str(messages[-1]["content"])
-    assert messages == [{"role": "user", "content": PROMPT}]
-    return ""
-
-
-Respond = Callable[[dict[str, Any]], Reply]
-
-
-def responder(
-    kind: str, api: ScriptedAPI, *, usage: tuple[int, int] = (7, 3), delay: float = 0.0
-) -> Respond:
-    """Serves `api`: each request's committed prefix goes to `api.reply`, whose text streams in
-    chunks of 4 characters, `delay` seconds before each."""
-
-    def respond(body: dict[str, Any]) -> Reply:
-        return text(api.reply(sent_prefix(kind, body)), chunk_size=4, usage=usage, delay=delay)
-
-    return respond
 
 
 def as_sent(kind: str, prefix: str) -> str:

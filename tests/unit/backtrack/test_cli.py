@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_guide_servers import DOC, KEPT, PROMPT, SLIP, responder
 
 import backtrack
 import grammars
@@ -31,6 +30,7 @@ from backtrack.cli.main import main
 from backtrack.cli.parser import DEMO_PROMPT, build_parser
 from backtrack.cli.progress import Progress
 from providers import retry
+from tests.support.responder import DOC, KEPT, PROMPT, SLIP, responder
 from tests.support.scripted import ScriptedAPI
 from tests.support.servers import MockServer, error, text
 

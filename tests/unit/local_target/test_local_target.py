@@ -29,6 +29,14 @@ from local_target import session as session_module
 from local_target.errors import TargetError
 from local_target.model import common_prefix
 from local_target.sampling import choose
+from tests.support.local_targets import (
+    TARGET_IDS,
+    TARGETS,
+    assert_same_logits,
+    by_bytes,
+    fresh_logits,
+    real_tokenizer,
+)
 
 # Tiny models on real tokenizers (forward passes), on one torch thread.
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
@@ -36,15 +44,6 @@ pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
 JSON = Grammar.load("json")
 KEYS3 = Grammar.load("json_keys", n=3)
 GRAMMARS = {"json": JSON, "json_keys": KEYS3}
-
-# name: (tokenizer, architecture, extra embedding rows past the tokenizer)
-TARGETS = {
-    "gpt2": ("gpt2", "gpt2", 0),
-    "gpt2-padded": ("gpt2", "gpt2", 47),  # 50257 -> 50304, as GPT-2 checkpoints are padded
-    "smollm2": ("smollm2", "llama", 0),
-    "mistral-padded": ("mistral", "llama", 128),  # sentencepiece with byte fallback
-}
-TARGET_IDS = list(TARGETS)
 
 # Valid documents with accents, CJK, emoji (multi-codepoint ones too) and, for Mistral, characters
 # only its byte fallback can write (ꙮ, 𝔘).
@@ -65,30 +64,13 @@ DOC_IDS = list(DOCUMENTS)
 PROMPT = "Write a JSON document:"
 
 
-_PROBLEMS: dict[str, tf.FixtureError] = {}
-
-
-def _tokenizer(name: str) -> Any:
-    """The real tokenizer `name`; a test fails (not skips) when it cannot be had, unless pip
-    itself is missing. A failure is remembered: later tests fail at once, without a retry."""
-    problem = _PROBLEMS.get(name)
-    if problem is None:
-        try:
-            return tf.load_tokenizer(name)
-        except tf.FixtureError as exc:  # reported outside the handler: no chained traceback
-            problem = _PROBLEMS[name] = exc
-    if isinstance(problem, tf.PipUnavailable):
-        pytest.skip(f"real tokenizer {name!r} unavailable: {problem}")
-    pytest.fail(f"real tokenizer {name!r} could not be built: {problem}", pytrace=False)
-
-
 @pytest.fixture(scope="session")
 def tokenizer() -> Callable[[str], Any]:
     cache: dict[str, Any] = {}
 
     def get(name: str) -> Any:
         if name not in cache:
-            cache[name] = _tokenizer(name)
+            cache[name] = real_tokenizer(name)
         return cache[name]
 
     return get
@@ -109,17 +91,6 @@ def target(tokenizer: Callable[[str], Any]) -> Callable[[str], LocalTarget]:
     return get
 
 
-def _by_bytes(target: LocalTarget, piece: bytes) -> int:
-    """The id of the ordinary token whose bytes are `piece`."""
-    ids = [
-        i
-        for i, b in enumerate(target.vocab.token_bytes)
-        if b == piece and i not in target.vocab.special
-    ]
-    assert ids, f"no token {piece!r} in this vocabulary"
-    return ids[0]
-
-
 @pytest.fixture(scope="session")
 def closing_target(tokenizer: Callable[[str], Any]) -> Callable[[str], LocalTarget]:
     """target(name) whose logits favour EOS, then '"', closing brackets, ':', ',' and '{' (in
@@ -132,27 +103,15 @@ def closing_target(tokenizer: Callable[[str], Any]) -> Callable[[str], LocalTarg
             tok = tokenizer(tok_name)
             model = tf.tiny_model(arch, tok, extra_rows=extra, seed=1)
             made = LocalTarget(model, tok)
-            bias = {made.vocab.eos: 14.0, _by_bytes(made, b'"'): 12.0}
-            bias |= {_by_bytes(made, p): 11.0 for p in (b"}", b"]")}
-            bias |= {_by_bytes(made, b":"): 10.0, _by_bytes(made, b","): 9.0}
-            bias[_by_bytes(made, b"{")] = 8.0
+            bias = {made.vocab.eos: 14.0, by_bytes(made, b'"'): 12.0}
+            bias |= {by_bytes(made, p): 11.0 for p in (b"}", b"]")}
+            bias |= {by_bytes(made, b":"): 10.0, by_bytes(made, b","): 9.0}
+            bias[by_bytes(made, b"{")] = 8.0
             tf.add_logit_bias(model, bias)
             cache[name] = made
         return cache[name]
 
     return get
-
-
-def fresh_logits(target: LocalTarget, ids: list[int]) -> torch.Tensor:
-    """Next-token logits after `ids` from one forward pass without a cache."""
-    with torch.inference_mode():
-        return target.model(input_ids=torch.tensor([ids])).logits[0, -1].float()
-
-
-def assert_same_logits(session: Any) -> None:
-    got = session.logits[0, -1].float()
-    want = fresh_logits(session.target, session.ids)
-    assert torch.allclose(got, want, atol=1e-4), (got - want).abs().max().item()
 
 
 def cut_points(target: LocalTarget, doc: str, kind: str, seed: int) -> int:
@@ -397,7 +356,7 @@ def biased(target: Any) -> Iterator[Callable[[str, dict[Any, float]], LocalTarge
 
     def apply(name: str, bias: dict[Any, float]) -> LocalTarget:
         made = target(name)
-        ids = {k if isinstance(k, int) else _by_bytes(made, k): v for k, v in bias.items()}
+        ids = {k if isinstance(k, int) else by_bytes(made, k): v for k, v in bias.items()}
         handles.append(tf.add_logit_bias(made.model, ids))
         return made
 

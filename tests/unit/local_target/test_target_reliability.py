@@ -25,7 +25,6 @@ from typing import Any
 
 import pytest
 import torch
-from test_local_target import TARGETS, _by_bytes, assert_same_logits
 
 import providers
 import tests.support.tokenizer_fixtures as tf
@@ -33,6 +32,7 @@ from backtrack import aguide
 from grammars.grammar import Grammar
 from local_target import LocalTarget, Sampling, TargetSession
 from local_target.errors import TargetError
+from tests.support.local_targets import TARGETS, assert_same_logits, by_bytes
 
 # Tiny models on real tokenizers (forward passes), on one torch thread.
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
@@ -253,7 +253,7 @@ async def test_cancelling_aguide_stops_the_correction_at_the_next_token(
     tokens) on the shared target. The test pauses the model in the correction's fifth forward
     pass, cancels the task, lets the pass finish and counts the passes that follow: none."""
     made = tiny("smollm2")
-    bias = tf.add_logit_bias(made.model, {_by_bytes(made, b"a"): 40.0})  # 'a' after 'a', forever
+    bias = tf.add_logit_bias(made.model, {by_bytes(made, b"a"): 40.0})  # 'a' after 'a', forever
     other = (TOM, '{"name": "To', 3)
     want = correction(made.session(other[0]), *other[1:])
     calls = 0
