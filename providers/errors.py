@@ -18,7 +18,15 @@ from contextvars import ContextVar
 
 from grammars.errors import BacktrackError, PartialResult
 
-__all__ = ["ProviderError", "masked", "redact", "remember_keys", "scoped_keys"]
+__all__ = [
+    "MaskedCause",
+    "ProviderError",
+    "masked",
+    "masked_cause",
+    "redact",
+    "remember_keys",
+    "scoped_keys",
+]
 
 
 class ProviderError(BacktrackError):
@@ -126,8 +134,28 @@ def redact(text: str) -> str:
 
 
 def masked(error: ProviderError) -> ProviderError:
-    """`error` itself, with every key in its text masked: for a ProviderError made outside this
-    module (by a drafter function, a custom Drafter), at the point where it enters backtrack."""
+    """`error` itself, with every key in its text and its chain masked: for a ProviderError made
+    outside this module (by a drafter function, a custom Drafter), where it enters backtrack."""
     error.message = redact(error.message)
     error.args = tuple(redact(arg) if isinstance(arg, str) else arg for arg in error.args)
+    if error.__cause__ is not None:
+        error.__cause__ = masked_cause(error.__cause__)
+    error.__context__ = None
     return error
+
+
+class MaskedCause(Exception):
+    """What a ProviderError was raised from, in place of the original exception: its type's name
+    and its text with every key masked. The original is not kept, because an SDK's error may
+    quote the key it was sent (an upstream's 401 body), and a traceback prints the whole chain."""
+
+
+def masked_cause(exc: BaseException) -> BaseException:
+    """`exc` as a ProviderError's cause: a ProviderError masked, anything else as a MaskedCause
+    (its own cause followed the same way)."""
+    if isinstance(exc, (ProviderError, MaskedCause)):
+        return masked(exc) if isinstance(exc, ProviderError) else exc
+    cause = MaskedCause(redact(f"{type(exc).__module__}.{type(exc).__qualname__}: {exc}"))
+    if exc.__cause__ is not None:
+        cause.__cause__ = masked_cause(exc.__cause__)
+    return cause

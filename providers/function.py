@@ -20,7 +20,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, 
 from typing import Any
 
 from providers.base import AsyncDraftStream, Capabilities, DraftRequest, DraftStream, NoChunks
-from providers.errors import ProviderError, masked, redact
+from providers.errors import ProviderError, masked, masked_cause, redact
 from providers.sdk_errors import mapped_exceptions, to_provider_error
 
 __all__ = ["FunctionDrafter"]
@@ -40,11 +40,11 @@ def _translated() -> Iterator[None]:
         masked(exc)
         raise
     except mapped_exceptions() as exc:
-        raise to_provider_error(exc) from exc
+        raise to_provider_error(exc) from masked_cause(exc)
     except Exception as exc:
         raise ProviderError(
             redact(f"the drafter function raised {type(exc).__name__}: {exc}")
-        ) from exc
+        ) from masked_cause(exc)
 
 
 def _takes_prefix(fn: Callable[..., Any]) -> tuple[bool, frozenset[str]]:

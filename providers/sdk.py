@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from providers.align import Aligner
 from providers.base import AsyncDraftStream, Capabilities, DraftRequest, DraftStream
 from providers.clients import client_kind
-from providers.errors import ProviderError, remember_keys
+from providers.errors import ProviderError, masked_cause, remember_keys
 from providers.retry import without_sdk_retries
 from providers.sdk_errors import mapped_exceptions, to_provider_error
 from providers.sdk_stream import AnyStream, async_stream, header, sync_stream
@@ -87,7 +87,7 @@ class SDKDrafter:
         try:
             sdk_stream = self._endpoint().create(**sdk_request.kwargs)
         except mapped_exceptions() as exc:
-            raise self._failed(exc, sdk_request) from exc
+            raise self._failed(exc, sdk_request) from masked_cause(exc)
         return sync_stream(
             sdk_stream,
             self._read_event,
@@ -103,7 +103,7 @@ class SDKDrafter:
         try:
             sdk_stream = await self._endpoint().create(**sdk_request.kwargs)
         except mapped_exceptions() as exc:
-            raise self._failed(exc, sdk_request) from exc
+            raise self._failed(exc, sdk_request) from masked_cause(exc)
         return async_stream(
             sdk_stream,
             self._read_event,

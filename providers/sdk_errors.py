@@ -185,7 +185,8 @@ def _status_error(exc: BaseException) -> ProviderError:
 
 
 def to_provider_error(exc: BaseException) -> ProviderError:
-    """`exc` as a ProviderError; raise it `from exc` so the original stays in the chain.
+    """`exc` as a ProviderError; raise it `from masked_cause(exc)` (the original, masked, in the
+    chain).
 
     A ProviderError comes back unchanged. Any other exception becomes a non-retryable one, so
     callers may pass whatever they caught from `mapped_exceptions()`.

@@ -16,7 +16,7 @@ from typing import Any
 
 from providers.align import Aligner
 from providers.base import AsyncDraftStream, DraftStream, FinishReason, NoChunks
-from providers.errors import ProviderError
+from providers.errors import ProviderError, masked_cause
 from providers.sdk_errors import mapped_exceptions, to_provider_error
 
 __all__ = ["AnyStream", "ReadEvent", "async_stream", "finish", "header", "sync_stream"]
@@ -148,7 +148,7 @@ def sync_stream(
             if piece := text.finish():
                 yield piece
         except mapped_exceptions() as exc:
-            raise _read_error(exc, request_id) from exc
+            raise _read_error(exc, request_id) from masked_cause(exc)
         finally:
             sdk_stream.close()
 
@@ -187,7 +187,7 @@ def async_stream(
             if piece := text.finish():
                 yield piece
         except mapped_exceptions() as exc:
-            raise _read_error(exc, request_id) from exc
+            raise _read_error(exc, request_id) from masked_cause(exc)
         finally:
             try:
                 if hasattr(iterator, "aclose"):

@@ -7,6 +7,7 @@ which replay fixed text and never read the grammar.
 
 from __future__ import annotations
 
+import traceback
 from typing import Any
 
 import pytest
@@ -116,17 +117,22 @@ def test_a_key_echoed_in_an_error_body_is_masked_everywhere(
     server.script(error(status, f"Incorrect API key provided: {key}. Find yours in the console."))
     with pytest.raises(ProviderError) as caught:
         guide(drafter, "json", prompt="p", target=NoTarget())
-    partial = caught.value.partial
-    shown = [str(caught.value), repr(caught.value), partial.to_html()]
-    shown += [r.error or "" for r in partial.trace.rounds]
-    assert all(key not in text for text in shown)
+    assert not [text for text in shown(caught.value) if key in text]
     assert "***" in str(caught.value)
 
 
 def shown(error: ProviderError) -> list[str]:
-    """Every text of a failed run a user or a log may see: the error, the rounds, the HTML."""
+    """Every text of a failed run a user or a log may see: the error, the rounds, the HTML, and
+    the exceptions chained to it (a traceback prints them; a debugger or an error tracker reads
+    them, suppressed or not)."""
     partial = error.partial
     texts = [str(error), repr(error), partial.to_html()]
+    texts += ["".join(traceback.format_exception(error))]
+    chained: list[BaseException] = [error]
+    while chained:
+        link = chained.pop()
+        texts += [str(link), repr(link)]
+        chained += [e for e in (link.__cause__, link.__context__) if e is not None]
     return texts + [r.error or "" for r in partial.trace.rounds]
 
 
