@@ -15,6 +15,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias
 
@@ -28,7 +29,7 @@ from grammars.json_schema.build import Validator, loosen
 from grammars.json_schema.relax import Relaxation, one_of_places, relax
 from grammars.lark.source import translate
 
-__all__ = ["Grammar", "GrammarLimits"]
+__all__ = ["Grammar", "GrammarLimits", "SchemaParts"]
 
 Kind = Literal["lark", "json_schema", "regex", "guidance"]
 
@@ -114,12 +115,33 @@ def _suggest(name: str) -> GrammarError:
     return GrammarError(f"no shipped grammar {name!r} (known: {', '.join(shipped.names())})")
 
 
+@dataclass(frozen=True)
+class SchemaParts:
+    """What a JSON schema's grammar carries besides its own check (`Grammar.schema`)."""
+
+    # The schema's keywords the grammar does not enforce (grammars/json_schema/relax.py).
+    relaxed: tuple[Relaxation, ...] = ()
+    # Decides a whole document where the grammar is not the whole test: a relaxed keyword it
+    # checks, or keys read in any order (None: the grammar's check is the whole test).
+    validator: Validator | None = None
+    # Where drafts are checked with keys in any order (grammars/json_schema/build.py): the
+    # schema's own grammar, in its order (None where this grammar is in that order).
+    strict: Grammar | None = None
+
+
+def _schema_parts(schema: dict[str, Any], notes: tuple[Relaxation, ...]) -> SchemaParts:
+    """The parts of a grammar in the schema's own order that leaves out what `notes` say: a
+    superset grammar (a keyword it does not enforce) needs the validator's final word."""
+    return SchemaParts(notes, Validator(schema) if any(n.checked for n in notes) else None)
+
+
 class Grammar:
     """A compiled grammar. Cheap to share: matchers are copied from one pristine matcher per
     tokenizer (the one over bytes is built with the grammar, others on first use).
 
     `limits` bound what the grammar may cost (GrammarLimits); checks run under a work budget of
-    `limits.row_items` Earley items per text position beyond the grammar's own size.
+    `limits.row_items` Earley items per text position beyond the grammar's own size. `schema`
+    holds a JSON schema's parts besides the grammar (None for every other kind).
     """
 
     # Lark grammars: the file relative %imports are read from, and the rule a sentence derives.
@@ -135,6 +157,7 @@ class Grammar:
         name: str | None = None,
         limits: GrammarLimits | None = None,
         warnings: tuple[str, ...] = (),
+        schema: SchemaParts | None = None,
     ):
         self.kind: Kind = kind
         self.source = source
@@ -148,14 +171,7 @@ class Grammar:
         # keyed by id(tokenizer); the tokenizer is kept alive beside its matcher (few exist)
         self._pristine: dict[int, tuple[llguidance.LLTokenizer, llguidance.LLMatcher]] = {}
         self._lark: Any = None
-        # A JSON schema's drafts are checked in any key order (grammars/json_schema/build.py): then
-        # `strict` is the schema's own grammar, in its order, and `validator` decides a whole
-        # document.
-        self.strict: Grammar | None = None
-        self.validator: Validator | None = None
-        # What of a JSON schema this grammar does not enforce (grammars/json_schema/relax.py); the
-        # validator decides those keywords whenever one is `checked`.
-        self.relaxed: tuple[Relaxation, ...] = ()
+        self.schema = schema
         # Compiled now, so that a grammar the engine refuses fails here, not at its first check.
         pristine = self._pristine_for(byte_tokenizer())
         self.warnings: tuple[str, ...] = (*pristine.get_grammar_warnings(), *warnings)
@@ -283,43 +299,44 @@ class Grammar:
         text = json.dumps(schema)
         check_size("the JSON schema", len(text.encode("utf-8", "surrogatepass")), limits)
         relaxed, notes = relax(schema)
-        strict, relaxed, notes = cls._schema_grammar(relaxed, notes, text, limits)
+        strict, relaxed, notes = cls._schema_grammar(schema, relaxed, notes, text, limits)
         if notes:
             logger.info("JSON schema: the grammar does not enforce %s", "; ".join(map(str, notes)))
-        # A superset grammar (a keyword it does not enforce) needs the validator's final word.
-        validator = Validator(schema) if any(n.checked for n in notes) else None
-        strict.relaxed, strict.validator = notes, validator
         loose = loosen(relaxed)
         if loose == relaxed:
             return strict
+        # Drafts read in any key order: the validator decides every whole document.
+        validator = strict.schema.validator if strict.schema else None
+        parts = SchemaParts(notes, validator or Validator(schema), strict)
         try:
-            drafts = cls(
+            return cls(
                 llguidance.LLMatcher.grammar_from_json_schema(json.dumps(loose)),
                 kind="json_schema",
                 source=text,
                 limits=limits,
+                schema=parts,
             )
         except (ValueError, GrammarError) as exc:  # the engine cannot take the loose form
             logger.debug("JSON schema checked in its own order only: %s", exc)
             return strict
-        drafts.strict = strict
-        drafts.validator = validator or Validator(schema)
-        drafts.relaxed = notes
-        return drafts
 
     @classmethod
     def _schema_grammar(
         cls,
+        original: dict[str, Any],
         schema: dict[str, Any],
         notes: tuple[Relaxation, ...],
         source: str,
         limits: GrammarLimits,
     ) -> tuple[Grammar, dict[str, Any], tuple[Relaxation, ...]]:
         """The grammar of a (relaxed) schema in its own order, with the schema it was built from
-        and the notes: a `oneOf` the engine refuses is taken as `anyOf` (a superset), noted."""
+        and the notes: a `oneOf` the engine refuses is taken as `anyOf` (a superset), noted.
+        `original` is the schema as written, for the validator."""
+        parts = _schema_parts(original, notes)
         try:
             ll = llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema))
-            return cls(ll, kind="json_schema", source=source, limits=limits), schema, notes
+            grammar = cls(ll, kind="json_schema", source=source, limits=limits, schema=parts)
+            return grammar, schema, notes
         except ValueError as exc:
             raise GrammarError(f"invalid JSON schema: {exc}") from exc
         except GrammarError as exc:
@@ -335,7 +352,9 @@ class Grammar:
             ll = llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema))
         except ValueError as exc:
             raise GrammarError(f"invalid JSON schema: {exc}") from exc
-        return cls(ll, kind="json_schema", source=source, limits=limits), schema, notes
+        parts = _schema_parts(original, notes)
+        grammar = cls(ll, kind="json_schema", source=source, limits=limits, schema=parts)
+        return grammar, schema, notes
 
     @classmethod
     def from_regex(cls, pattern: str, *, limits: GrammarLimits | None = None) -> Grammar:
@@ -438,7 +457,8 @@ class Grammar:
         result = self.check(text)
         if not (result.valid and result.complete):
             return False
-        return self.validator is None or self.validator(text)
+        validator = self.schema.validator if self.schema else None
+        return validator is None or validator(text)
 
     def parse(self, text: str | bytes) -> Any:
         """A lark parse tree of `text` (Lark grammars only). Raises TextError where the text stops

@@ -143,7 +143,8 @@ def compile_into(result: Any, schema: Any) -> Any:
         return None
     finally:
         result.seconds = time.perf_counter() - started
-    result.relaxed = [n.keyword.split(" ")[0] for n in getattr(grammar, "relaxed", ())]
+    relaxed = grammar.schema.relaxed if grammar.schema else ()
+    result.relaxed = [n.keyword.split(" ")[0] for n in relaxed]
     return grammar
 
 

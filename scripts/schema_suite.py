@@ -123,7 +123,7 @@ def judge(name: str, group: dict[str, Any]) -> Group:
 def why_accepted(grammar: Any) -> str:
     """The likely cause of a false accept: the grammar alone decided (no validator behind it), or
     the `jsonschema` validator takes the instance too."""
-    if getattr(grammar, "validator", None) is None:
+    if grammar.schema is None or grammar.schema.validator is None:
         return "the grammar alone decides, and takes it"
     return "the jsonschema validator takes it too"
 

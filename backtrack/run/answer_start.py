@@ -61,7 +61,7 @@ class _Run:
     def end(self) -> int:
         return self.start + self.checker.chars
 
-    def feed(self, text: str) -> None:
+    def advance(self, text: str) -> None:
         taken = self.checker.feed(text)
         self.newline = self.newline or "\n" in text[:taken]
         self.alive = taken == len(text)
@@ -98,7 +98,8 @@ _VALUE = re.compile(r"[ \t]*(?:=>?|≈)[ \t]*[^\s=>]")
 
 
 class AnswerStart:
-    """Feed the reply chunk by chunk; `feed` and `finish` return the answer's offset once known."""
+    """Give it the reply chunk by chunk; `seek` and `finish` return the answer's offset once
+    known."""
 
     def __init__(self, grammar: Grammar, *, limit: int) -> None:
         self.grammar = grammar
@@ -129,8 +130,8 @@ class AnswerStart:
         self._fence_done = True
         self._may_open = False
 
-    def feed(self, chunk: str) -> int | None:
-        """Take the next chunk (kept whole in `text`); the answer's offset once it is known."""
+    def seek(self, chunk: str) -> int | None:
+        """Read the next chunk (kept whole in `text`); the answer's offset once it is known."""
         for i in range(0, len(chunk), SLICE):
             if self.length >= self.limit:
                 self._keep(chunk[i:])
@@ -156,7 +157,7 @@ class AnswerStart:
             return found
         for run in self._runs:
             if run.alive:
-                run.feed(piece)
+                run.advance(piece)
         self._new_runs(piece, start)
         return self._decide(final=False)
 
@@ -193,7 +194,7 @@ class AnswerStart:
             if not candidate or live >= MAX_LIVE:
                 continue
             run = _Run(offset, self.grammar.checker(), floor=self._dead_reach)
-            run.feed(piece[i:])
+            run.advance(piece[i:])
             self._runs.append(run)
             live += run.alive
         self._last = (self._last + piece)[-(len(FENCE) - 1) :]

@@ -4,7 +4,7 @@ A Run's steps are a generator: `start()` gives the first effect; after performin
 hands its outcome to `send()` (or what it raised to `throw()`) and gets the next effect, until it
 gets the GuideResult. The effects:
 
-    Draft(request)  open the drafter's stream, feed each chunk to `run.feed()` (False: stop
+    Draft(request)  open the drafter's stream, hand each chunk to `run.receive()` (False: stop
                     reading), close it; send the stream back, or throw in what it raised
     Wait(seconds)   sleep, then send None (a retry's backoff)
     Correct(call)   run the local target's correction; send the Correction back, or throw in
@@ -43,7 +43,7 @@ from providers.base import (
     DraftStream,
     Prompt,
 )
-from providers.errors import ProviderError, masked
+from providers.errors import ProviderError, masked, masked_cause
 from providers.retry import next_wait
 
 logger = logging.getLogger(__name__)
@@ -140,9 +140,10 @@ class Run:
             hint=call.hint,
         )
 
-    def feed(self, chunk: str, stripped: str) -> bool:
-        """A chunk of the current draft for the loop (`loop.on_chunk`); False: stop reading."""
-        more = self.loop.on_chunk(chunk, stripped=stripped)
+    def receive(self, chunk: str, stripped: str) -> bool:
+        """A chunk of the current draft for the loop (`loop.receive`); False: stop reading.
+        `stripped`: what the drafter's alignment removed from its reply so far."""
+        more = self.loop.receive(chunk, stripped=stripped)
         self._pass_on(self.loop.final_chars())
         return more
 
@@ -231,7 +232,7 @@ class Run:
                     error = self._failed(exc, attempt - 1)
                     if error is exc:
                         raise  # its own cause stays; it is not made its own
-                    raise error from exc
+                    raise error from masked_cause(exc)
                 logger.debug(
                     "draft attempt %d failed (%s); retrying in %.2f s",
                     attempt,

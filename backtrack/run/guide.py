@@ -110,7 +110,7 @@ def _perform(run: Run, effect: Effect) -> Outcome:
     stream = drafter.draft(effect.request)
     try:
         for chunk in stream:
-            if not run.feed(chunk, stream.stripped):
+            if not run.receive(chunk, stream.stripped):
                 break
     finally:
         stream.close()
@@ -238,10 +238,10 @@ class AsyncGuideRun:
         try:
             async for chunk in stream:
                 if len(chunk) <= INLINE_CHECK and run.loop.checks_only(chunk):
-                    more = run.feed(chunk, stream.stripped)
+                    more = run.receive(chunk, stream.stripped)
                     self._hand_on()
                 else:
-                    more = await self._off_loop(_feed, run, chunk, stream.stripped)
+                    more = await self._off_loop(_receive, run, chunk, stream.stripped)
                 if not more:
                     break
         finally:
@@ -257,13 +257,13 @@ def _check_threads() -> ThreadPoolExecutor:
         return _checks
 
 
-def _feed(run: Run, chunk: str, stripped: str) -> bool:
-    """`run.feed(chunk)`, a long chunk in slices, so that the thread holds the GIL for one
+def _receive(run: Run, chunk: str, stripped: str) -> bool:
+    """`run.receive(chunk)`, a long chunk in slices, so that the thread holds the GIL for one
     slice's check at a time. Every slice goes in even after one says stop, as the whole chunk
     would: the loop keeps the rest of the chunk as rejected text."""
     if len(chunk) <= CHECK_SLICE:
-        return run.feed(chunk, stripped)
+        return run.receive(chunk, stripped)
     more = True
     for i in range(0, len(chunk), CHECK_SLICE):
-        more = run.feed(chunk[i : i + CHECK_SLICE], stripped) and more
+        more = run.receive(chunk[i : i + CHECK_SLICE], stripped) and more
     return more

@@ -38,7 +38,7 @@ class ReasoningBlock:
         """The reply's start is decided: from here on, chunks pass through unchanged."""
         return self._state == "done"
 
-    def feed(self, chunk: str) -> str:
+    def skip(self, chunk: str) -> str:
         """What of the reply, `chunk` included, follows the block ("" while it is held)."""
         if self._state == "done":
             return chunk

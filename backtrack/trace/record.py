@@ -38,7 +38,7 @@ DropReason = Literal[
     "unread",  # a failed attempt's text, received before its answer was found
 ]
 # Drops that may lose answer text: what follows a complete answer may be more of it (the read-ahead
-# of backtrack.run.loop keeps what one edit makes parse), or prose; a preamble or a fence is
+# of backtrack.run.draft keeps what one edit makes parse), or prose; a preamble or a fence is
 # neither.
 LOSS_REASONS: frozenset[str] = frozenset({"trailing"})
 RoundKind = Literal["draft", "correction", "completion"]

@@ -23,10 +23,11 @@ CHUNKS = [1, 2, 3, 4, 7, SLICE - 1, SLICE, SLICE + 1, 2 * SLICE, WHOLE]
 
 
 def seek(reply: str, chunk: int, *, limit: int = 10**6, grammar: Grammar = JSON) -> int | None:
-    """Feed `reply` in chunks of `chunk` characters as loop.py does: the first offset found."""
+    """Give `reply` in chunks of `chunk` characters, as backtrack.run.draft does: the first offset
+    found."""
     seeker = AnswerStart(grammar, limit=limit)
     for i in range(0, len(reply), chunk):
-        found = seeker.feed(reply[i : i + chunk])
+        found = seeker.seek(reply[i : i + chunk])
         if found is not None:
             return found
     return seeker.finish()
@@ -67,10 +68,10 @@ def test_a_first_chunk_valid_to_its_end_starts_the_answer_at_once() -> None:
     waits for LONG_RUN characters or a line's end: "Here" is a CSV record, and so is "Here is
     the table", but not 'Here is the "people" table:'."""
     seeker = AnswerStart(JSON, limit=10**6)
-    assert seeker.feed('{"ok": ') == 0
+    assert seeker.seek('{"ok": ') == 0
     csv = AnswerStart(Grammar.load("csv"), limit=10**6)
     reply = 'Here is the "people" table:\n```csv\na,b\n'
-    found = next(f for c in reply if (f := csv.feed(c)) is not None)
+    found = next(f for c in reply if (f := csv.seek(c)) is not None)
     assert found == reply.index("a,b")
 
 
@@ -79,7 +80,7 @@ def test_the_text_is_kept_whole_after_the_answer_is_found_and_past_the_limit() -
     for limit in (10**6, 3):
         seeker = AnswerStart(JSON, limit=limit)
         for i in range(0, len(reply), 7):
-            seeker.feed(reply[i : i + 7])
+            seeker.seek(reply[i : i + 7])
         assert (seeker.text, seeker.length) == (reply, len(reply))
 
 
@@ -164,6 +165,6 @@ def test_nothing_past_the_limit_is_checked(monkeypatch: pytest.MonkeyPatch) -> N
     prose = "No JSON here, only words and more words. " * 25_000  # 1 MB
     counted = Counted(monkeypatch)
     seeker = AnswerStart(JSON, limit=2000)
-    assert seeker.feed(prose) is None
+    assert seeker.seek(prose) is None
     assert seeker.length == len(prose)
     assert counted.chars <= (MAX_LIVE + SLICE) * (2000 + SLICE)

@@ -112,7 +112,7 @@ def test_a_fence_the_drafters_alignment_stripped_opens_the_answer(size: int) -> 
     loop.draft_request()
     opening, reply = "```csv\n", f"{TABLE}```\nHope this helps!"
     for i in range(0, len(reply), size):
-        if not loop.on_chunk(reply[i : i + size], stripped=opening):
+        if not loop.receive(reply[i : i + size], stripped=opening):
             break
     loop.end_draft(finish_reason="closed", stripped=opening)
     result = loop.result()
@@ -142,7 +142,7 @@ def test_final_chars_grow_and_hold_through_a_closing_fence() -> None:
     loop.draft_request()
     finals = []
     for char in reply:
-        loop.on_chunk(char)
+        loop.receive(char)
         finals.append(loop.final_chars())
         assert output.startswith(loop.text[: finals[-1]])
     loop.end_draft(finish_reason="stop")

@@ -18,7 +18,7 @@ THINKING = (
 
 def fed(reply: str, chunk: int) -> tuple[str, ReasoningBlock]:
     block = ReasoningBlock()
-    out = "".join(block.feed(reply[i : i + chunk]) for i in range(0, len(reply), chunk))
+    out = "".join(block.skip(reply[i : i + chunk]) for i in range(0, len(reply), chunk))
     return out + block.finish(), block
 
 

@@ -157,14 +157,15 @@ def test_a_keyword_the_engine_cannot_enforce_is_left_to_the_validator(
     schema: dict[str, Any], valid: str, breaks: str, keyword: str
 ) -> None:
     grammar = Grammar.from_json_schema(schema)
-    assert keyword in [r.keyword for r in grammar.relaxed]
-    assert grammar.validator is not None
+    parts = grammar.schema
+    assert parts is not None and keyword in [r.keyword for r in parts.relaxed]
+    assert parts.validator is not None
     assert grammar.matches(valid)
     assert not grammar.matches(breaks)
     check = grammar.check(breaks)  # the draft checker takes it: a superset
     assert (check.valid, check.complete) == (True, True)
-    if grammar.strict is not None:  # the schema's own order decides the same way
-        assert grammar.strict.matches(valid) and not grammar.strict.matches(breaks)
+    if parts.strict is not None:  # the schema's own order decides the same way
+        assert parts.strict.matches(valid) and not parts.strict.matches(breaks)
 
 
 def test_a_schema_the_engine_takes_whole_is_not_relaxed() -> None:
@@ -174,18 +175,21 @@ def test_a_schema_the_engine_takes_whole_is_not_relaxed() -> None:
         "oneOf": [{"required": ["n"]}],
     }
     grammar = Grammar.from_json_schema(schema)
-    assert grammar.relaxed == ()
+    assert grammar.schema is not None and grammar.schema.relaxed == ()
     assert grammar.matches('{"n": 1.5}') and not grammar.matches('{"n": 1.25}')
 
 
 def test_an_unknown_format_is_dropped_as_the_annotation_it_is() -> None:
     grammar = Grammar.from_json_schema({"type": "string", "format": "uri"})
-    assert [(r.keyword, r.checked) for r in grammar.relaxed] == [("format 'uri'", False)]
-    assert grammar.validator is None  # neither the grammar nor the validator checks it
+    parts = grammar.schema
+    assert parts is not None
+    assert [(r.keyword, r.checked) for r in parts.relaxed] == [("format 'uri'", False)]
+    assert parts.validator is None  # neither the grammar nor the validator checks it
     assert grammar.matches('"not a uri"')
     # A format the engine knows is enforced, not relaxed.
     dated = Grammar.from_json_schema({"type": "string", "format": "date"})
-    assert dated.relaxed == () and not dated.matches('"yesterday"')
+    assert dated.schema is not None and dated.schema.relaxed == ()
+    assert not dated.matches('"yesterday"')
 
 
 def test_relaxations_name_where_they_are_and_follow_references() -> None:

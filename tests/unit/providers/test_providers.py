@@ -596,7 +596,7 @@ def test_function_errors_become_provider_errors() -> None:
     with pytest.raises(ProviderError) as caught:
         FunctionDrafter(broken).draft(DraftRequest(prompt="p"))
     assert not caught.value.retryable
-    assert isinstance(caught.value.__cause__, ValueError)
+    assert str(caught.value.__cause__) == "builtins.ValueError: nope"  # a masked copy
 
     def flaky(text: str) -> Iterator[str]:
         yield "a"
@@ -972,7 +972,11 @@ def test_429_with_retry_after(kind: str, request: pytest.FixtureRequest) -> None
         drafter.draft(DraftRequest(prompt="p"))
     assert (caught.value.status, caught.value.retryable, caught.value.retry_after) == (429, True, 7)
     assert caught.value.request_id is not None
-    assert isinstance(caught.value.__cause__, (openai.RateLimitError, anthropic.RateLimitError))
+    # The SDK's error, as a masked copy that names it (it could quote a key).
+    assert str(caught.value.__cause__).split(":")[0] in (
+        "openai.RateLimitError",
+        "anthropic.RateLimitError",
+    )
 
 
 @pytest.mark.parametrize("kind", DRAFTERS)

@@ -1,0 +1,325 @@
+"""The reading of one draft round's reply into the output (backtrack.run.output), chunk by chunk.
+
+Before anything is committed, a reasoning block is skipped (backtrack.run.reasoning) and the
+answer's start sought (backtrack.run.answer_start); in a fenced reply, the answer ends at its
+closing fence (backtrack.run.fence). Each piece of the answer is checked: what fits is committed;
+at the first character that does not (the cut), the reply is read on for a window, and the best
+repair after which the draft fits again is made (backtrack.repair.search), or the draft ends at
+the cut and the rest is kept, rejected, for the loop to decide on.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from backtrack.repair.candidates import Edit
+from backtrack.repair.search import Prefer, search
+from backtrack.run.answer_start import AnswerStart, preamble
+from backtrack.run.fence import ClosingFence
+from backtrack.run.output import REPAIR_LIMITS
+from backtrack.run.reasoning import ReasoningBlock
+from backtrack.run.trailing import READ_ON_LIMITS, answer_ended, is_trailing, reads_on
+from backtrack.trace.record import Repair
+
+if TYPE_CHECKING:
+    from backtrack.run.options import GuideOptions
+    from backtrack.run.output import Output
+    from grammars.grammar import Grammar
+
+logger = logging.getLogger(__name__)
+
+# At most this many repairs within this many characters of a draft (see DraftReader._may_repair).
+_CROWDED_REPAIRS = 3
+_CROWDED_WITHIN = 16
+
+# A draft round reads at most max_draft_tokens * this many characters, whatever the drafter: a
+# function drafter knows no token budget, and one that never ends must not grow without bound.
+# Generous: a real token is rarely longer than 16 characters.
+MAX_CHARS_PER_TOKEN = 32
+
+
+@dataclass
+class _ReadAhead:
+    """After a cut: the reply read on, to find a repair in."""
+
+    pieces: list[str] = field(default_factory=list)
+    chars: int = 0
+
+    def add(self, piece: str) -> None:
+        self.pieces.append(piece)
+        self.chars += len(piece)
+
+
+class DraftReader:
+    """What one draft round has read, and the reading of the rest (see the module's docstring).
+
+    A retry of the round's failed attempt reads with a new reader that carries on the failed
+    one's count of accepted characters, its repairs and its start time (`retry_of`)."""
+
+    def __init__(
+        self,
+        output: Output,
+        grammar: Grammar,
+        options: GuideOptions,
+        prefer: Prefer | None,
+        *,
+        repairs_before: int,
+        retry_of: DraftReader | None = None,
+    ) -> None:
+        self.output = output
+        self.grammar = grammar
+        self.options = options
+        self.prefer = prefer  # breaks ties between repairs: the local model's likelihood
+        self._repairs_before = repairs_before  # repairs the run made in earlier rounds
+        self.started: float = retry_of.started if retry_of else time.perf_counter()
+        self.accepted: int = retry_of.accepted if retry_of else 0
+        self.repairs: list[Repair] = retry_of.repairs if retry_of else []
+        self.rest: list[str] = []  # rejected text after the cut
+        self.cut = False
+        # While nothing is committed: a `<think>` block to skip, then where does the answer start?
+        first = not output.text
+        self.reasoning = ReasoningBlock() if first else None
+        self.seeker = AnswerStart(grammar, limit=options.max_preamble_chars) if first else None
+        self.stripped_shown = 0  # how much of the stream's stripped text the trace shows already
+        self.read = 0  # characters received this round
+        # The round read its character budget, or the run's time ran out: it ends as "length".
+        self.over_budget = False
+        self.read_ahead: _ReadAhead | None = None  # after a cut, while a repair is looked for
+        self.fence: ClosingFence | None = (
+            None  # the reply opened a code fence: where does it close?
+        )
+        self.closing: str | None = (
+            None  # the reply from its closing fence on: the answer ended there
+        )
+        self.closed_early = False  # the stream was closed at a cut or a closing fence (`finish`)
+
+    # -- the reply, chunk by chunk --------------------------------------------------------------
+
+    def receive(self, chunk: str, stripped: str) -> bool:
+        """Read a streamed chunk; False means: close the stream now. `stripped` is what the
+        drafter's alignment removed from its reply so far (GuideLoop.receive)."""
+        self._note_stripped(stripped)
+        budget = self.options.max_draft_tokens * MAX_CHARS_PER_TOKEN
+        if self.read + len(chunk) > budget:
+            chunk = chunk[: budget - self.read]
+            self.over_budget = True
+        self.read += len(chunk)
+        return self._receive(chunk) and not self.over_budget
+
+    def checks_only(self, chunk: str) -> bool:
+        """`receive(chunk)` would only check the chunk: no search for where the answer starts or
+        for a repair can run in it."""
+        if self.seeker is not None or self.read_ahead is not None:
+            return False
+        window = self.options.repair_window
+        return window == 0 or len(chunk) < window  # a cut in it cannot read a window past it
+
+    def finish(self, finish_reason: str, stripped: str) -> str:
+        """The reply is over, for the provider's `finish_reason`: what is still held back is read
+        (a reasoning block never closed, a reply whose answer start was not decided, a fence's
+        possible start, the read-ahead of a repair). Returns why the draft ended: "stop" at a
+        closing fence (as if the drafter had stopped there), "length" over budget."""
+        self._note_stripped(stripped)
+        if self.over_budget:
+            finish_reason = "length"
+        if self.reasoning is not None:  # a block never closed: the text as it came
+            held, self.reasoning = self.reasoning.finish(), None
+            self._receive(held)
+        if self.seeker is not None:
+            self._seek_start(self.seeker.finish(), final=True)
+        if self.fence is not None and self.closing is None:
+            self._take(self.fence.flush())  # no closing fence: what was kept back is text
+        reason = "stop" if self.closing is not None else finish_reason
+        while self.read_ahead is not None:  # the reply ended while a repair was being read for
+            self._repair(final=reason == "stop")
+        self.closed_early = (self.cut or self.closing is not None) and finish_reason == "closed"
+        return reason
+
+    @property
+    def received_nothing(self) -> bool:
+        """Not one character of the reply arrived, stripped text included."""
+        return not self.read and not self.stripped_shown
+
+    def drop_unread(self) -> None:
+        """A failed attempt's text, received before its answer was found, goes unread."""
+        if self.reasoning is not None:
+            self.output.drop(self.reasoning.held, "unread")
+        if self.seeker is not None:
+            self.output.drop(self.seeker.text, "unread")
+
+    def _note_stripped(self, stripped: str) -> None:
+        """The trace shows what alignment stripped as dropped, where it was removed; a fence
+        opening stripped from the reply's start opens the fenced answer."""
+        self.output.drop(stripped[self.stripped_shown :], "repeat")
+        if self.fence is None and not self.read:
+            self.fence = ClosingFence.after_stripped(stripped)
+            if self.fence is not None and self.seeker is not None:
+                self.seeker.fence_opened()
+        self.stripped_shown = max(self.stripped_shown, len(stripped))
+
+    def _receive(self, chunk: str) -> bool:
+        """The reply's next piece: past a reasoning block, to the seeker while the answer's start
+        is sought; else, in a fenced reply, split at the closing fence, after which nothing is
+        answer text (it goes to `closing`, and the stream is closed)."""
+        if self.reasoning is not None:
+            chunk = self.reasoning.skip(chunk)
+            if not self.reasoning.done:
+                return True
+            self.output.drop(self.reasoning.block, "reasoning")
+            self.reasoning = None
+            if not chunk:
+                return True
+        if self.seeker is not None:
+            return self._seek_start(self.seeker.seek(chunk), final=False)
+        if self.closing is not None:
+            self.closing += chunk
+            return False
+        if self.fence is not None:
+            chunk, self.closing = self.fence.split(chunk)
+        more = self._take(chunk) if chunk else True
+        return more and self.closing is None
+
+    def _seek_start(self, start: int | None, *, final: bool) -> bool:
+        """Before anything is committed: once the seeker knows where the answer starts in what
+        was received (`start`), drop what comes before and take the rest. Returns whether to keep
+        reading."""
+        seeker = self.seeker
+        if seeker is None:
+            raise RuntimeError("no answer start is being sought")
+        if start is None:
+            if seeker.length < self.options.max_preamble_chars and not final:
+                return True
+            start = 0  # no answer found: treat the draft as an ordinary (cut) draft
+        self.seeker = None
+        received = seeker.text
+        if start and not preamble(received[:start]) and self._repairable(received[:start]):
+            start = 0  # a slip early in the answer, for the repairs, not a preamble to drop
+        elif start and seeker.inside and self._repairable(received):
+            start = 0  # the reply is the answer with a slip, not a sentence around one
+        while start and received[start : start + 1].isspace():
+            start += 1  # the blanks between a preamble and its answer go with the preamble
+        self.output.drop(received[:start], "preamble")
+        if self.fence is None:
+            self.fence = ClosingFence.after_preamble(received[:start])
+        return self._receive(received[start:]) if received[start:] else True
+
+    def _repairable(self, text: str) -> bool:
+        """Whether `text`, from the reply's start, fits the grammar or has a repair at its first
+        cut (a slip early in the answer: `x = 1; y = 2; `, `; a comment`)."""
+        checker = self.grammar.checker()
+        taken = checker.feed(text)
+        if taken == len(text):
+            return True
+        window = text[taken : taken + self.options.repair_window]
+        return search(checker, window, final=False, floor=0, limits=REPAIR_LIMITS) is not None
+
+    def _take(self, chunk: str) -> bool:
+        """Check the answer's next piece: commit what fits; at a cut, read on for a repair where
+        one may help, else keep the rest, rejected."""
+        if self.cut:
+            self.rest.append(chunk)
+            return False
+        if self.read_ahead is not None:
+            self.read_ahead.add(chunk)
+            return self._repair_when_read()
+        checker = self.output.checker
+        start = checker.chars
+        try:
+            taken = checker.feed(chunk)
+        finally:  # a TextError (the grammar's work budget) keeps what came before its position
+            self.output.add(chunk[: checker.chars - start], "draft")
+            self.accepted += checker.chars - start
+        if taken == len(chunk):
+            return True
+        rest = chunk[taken:]
+        # Text that only looks like commentary (a word after a blank, a new line) is read on for
+        # a repair's window: what fits after the best repair tells (`_repair`).
+        if self._may_repair() and not answer_ended(checker, rest):
+            self.read_ahead = _ReadAhead()
+            self.read_ahead.add(rest)
+            return self._repair_when_read()
+        self._end_at_cut(rest)
+        return False
+
+    def _end_at_cut(self, rest: str) -> None:
+        self.cut = True
+        self.rest.append(rest)
+
+    # -- repairs --------------------------------------------------------------------------------
+
+    def _may_repair(self) -> bool:
+        """Repairs are on, within budget, and not crowding: a draft that needs an edit every few
+        characters is not slipping but writing something else (prose where JSON goes), which an
+        edit per word would only blank out."""
+        made = self._repairs_before + len(self.repairs)
+        if self.options.repair_window == 0 or made >= self.options.max_repairs:
+            return False
+        near = self.output.chars - _CROWDED_WITHIN
+        return sum(1 for r in self.repairs if r.at >= near) < _CROWDED_REPAIRS
+
+    def _repair_when_read(self) -> bool:
+        """Once a window of the draft past the cut has arrived, look for a repair."""
+        if self.read_ahead is not None and self.read_ahead.chars < self.options.repair_window:
+            return True
+        return self._repair(final=False)
+
+    def _repair(self, *, final: bool) -> bool:
+        """At the cut, with the draft's rest read so far (all of the reply when `final`): make
+        the best edit after which the draft fits again and read on (True), or, when none
+        resynchronises, end the draft at the cut for a correction (False)."""
+        rest = "".join(self.read_ahead.pieces if self.read_ahead else ())
+        self.read_ahead = None
+        window = rest[: self.options.repair_window]
+        checker = self.output.checker
+        edit = None
+        # A complete text with what reads as commentary after it: more document only where one
+        # edit lets everything read after it parse, and a good stretch of it.
+        looks_trailing = checker.complete and is_trailing(checker, rest)
+        if not answer_ended(checker, rest):
+            edit = search(
+                checker,
+                window,
+                final=final and len(rest) <= len(window),
+                floor=self.output.edit_end,
+                limits=READ_ON_LIMITS if looks_trailing else REPAIR_LIMITS,
+                prefer=self.prefer,
+                alone=looks_trailing,
+            )
+        if looks_trailing and edit and not reads_on(edit, window):
+            edit = None
+        if edit is None:
+            self._end_at_cut(rest)
+            return False
+        self._make(edit)
+        return self._take(rest[edit.skip :])
+
+    def _make(self, edit: Edit) -> None:
+        """Make `edit`: the committed text backs off (shown as deleted), the draft's skipped text
+        is shown as skipped, the inserted text is committed as an edit."""
+        output, checker = self.output, self.output.checker
+        at = checker.chars - edit.back
+        # An insertion further back (`]` before `, "b"`) reads the backed-off text again: it is
+        # moved, not deleted.
+        reread = edit.deleted if edit.deleted and edit.insert.endswith(edit.deleted) else ""
+        output.log.retract(edit.back, shown=not reread)
+        checker.rollback(at)
+        output.add(edit.skipped, "skipped")
+        if checker.feed(edit.insert) != len(edit.insert):
+            raise RuntimeError("a repair's inserted text does not fit where it was checked")
+        inserted = edit.insert[: len(edit.insert) - len(reread)]
+        output.add(inserted, "edit")
+        output.add(reread, "draft")
+        output.edit_end = checker.chars
+        deleted = "" if reread else edit.deleted
+        self.repairs.append(Repair(at, deleted, edit.skipped, inserted, edit.fits))
+        logger.debug(
+            "repair at character %d: %d deleted, %d skipped, %d inserted; %d characters fit",
+            at,
+            len(deleted),
+            len(edit.skipped),
+            len(inserted),
+            edit.fits,
+        )

@@ -1,0 +1,73 @@
+"""A guided run's output as it is made: the committed text, the spans it came in, the API's text
+left out, and how far back a later step may still change it. The loop (backtrack.run.loop) and
+what it calls (backtrack.run.draft, backtrack.run.schema, backtrack.run.trailing) share one.
+
+Invariant: `checker.text` is the committed output, and it is always a valid prefix of the grammar.
+No step changes its first `promised` characters.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from backtrack.repair.candidates import RepairLimits
+from backtrack.trace.record import Drop, DropReason, Origin, Span
+from backtrack.trace.spans import SpanLog
+
+if TYPE_CHECKING:
+    from grammars.grammar import Grammar
+
+# How far a repair may reach (backtrack.repair.search): the defaults, measured on the repair set.
+REPAIR_LIMITS = RepairLimits()
+
+
+class Output:
+    def __init__(self, grammar: Grammar) -> None:
+        self.checker = grammar.checker()
+        self.log = SpanLog()
+        self.drops: list[Drop] = []
+        self.round = 0  # the round under way: its spans and drops carry this index
+        # No repair takes back text before this point: the end of the last edit.
+        self.edit_end = 0
+        # The most characters passed on as final (GuideLoop.final_chars): none of them changes.
+        self.promised = 0
+
+    @property
+    def text(self) -> str:
+        return self.checker.text
+
+    @property
+    def chars(self) -> int:
+        return self.checker.chars
+
+    @property
+    def spans(self) -> tuple[Span, ...]:
+        """Every span so far, in order."""
+        return self.log.all()
+
+    def add(self, text: str, origin: Origin) -> None:
+        """A span of `origin` in the trace (committed text, or text shown beside it)."""
+        self.log.add(text, origin, self.round)
+
+    def drop(self, text: str, reason: DropReason) -> None:
+        """Leave the API's `text` out, where the output now ends, for `reason`."""
+        if text:
+            self.add(text, "dropped")
+            self.drops.append(Drop(text, reason, self.round, self.checker.chars))
+
+    def take_back(self, at: int) -> None:
+        """The text from character `at` on goes (shown as deleted); a repair may reach back to
+        `at` again."""
+        self.log.retract(self.checker.chars - at)
+        self.checker.rollback(at)
+        self.edit_end = min(self.edit_end, at)
+
+    def delete(self, start: int, end: int) -> None:
+        """Characters `start` to `end` go (shown as deleted), and the text after them is read
+        again: it must fit where they were."""
+        tail = self.text[end:]
+        self.log.delete(start, end)
+        self.checker.rollback(start)
+        if self.checker.feed(tail) != len(tail):
+            raise RuntimeError("the text after a deletion does not fit where it was")
+        self.edit_end = min(self.edit_end, start)

@@ -1,0 +1,212 @@
+"""What a guided run does for a JSON schema whose grammar is not its whole test.
+
+Such a schema's drafts are checked in any key order, and some keywords only its validator checks
+(`Grammar.schema`, grammars.grammar.SchemaParts): a complete text may still be invalid. The loop
+asks its policy, the same questions for every grammar:
+
+    final_limit(output)   how much of the text may be final before the run ends
+    met(text)             whether a complete text is valid
+    settle(output)        change a complete but invalid text: a cut for the target, or None
+    target_grammar(text)  the grammar the target writes under
+    grammar               the grammar the run checks with
+
+`NoSchema`, every other grammar's, answers as if its check were the whole test; `SchemaSettling`
+answers for a JSON schema, and may move the run to the schema's own order mid-run.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from grammars.grammar import SchemaParts
+from grammars.json_schema.build import repeated_member
+
+if TYPE_CHECKING:
+    from backtrack.run.output import Output
+    from grammars import Checker
+    from grammars.grammar import Grammar
+    from grammars.json_schema.build import Validator
+
+logger = logging.getLogger(__name__)
+
+# At most this many cuts per run at a value that only a JSON schema's validator refuses (a keyword
+# the grammar does not enforce): the target writes under that grammar and may write it again.
+MAX_VALIDATOR_CUTS = 3
+
+
+@dataclass(frozen=True)
+class Settled:
+    """How a complete but invalid text was changed: changed in place (`cut` False: check it
+    again), or cut for the target to write on from its end, with what followed the cut to offer
+    it again (`rest`; None: not offered)."""
+
+    cut: bool
+    rest: str | None = None
+
+
+class SchemaPolicy(Protocol):
+    @property
+    def grammar(self) -> Grammar: ...
+
+    def final_limit(self, output: Output) -> int: ...
+
+    def met(self, text: str) -> bool: ...
+
+    def settle(self, output: Output) -> Settled | None: ...
+
+    def target_grammar(self, text: str) -> Grammar: ...
+
+
+def policy_for(grammar: Grammar) -> SchemaPolicy:
+    """The policy for a run under `grammar`."""
+    return NoSchema(grammar) if grammar.schema is None else SchemaSettling(grammar, grammar.schema)
+
+
+class NoSchema:
+    """A grammar not built from a JSON schema: its check is the whole test."""
+
+    def __init__(self, grammar: Grammar) -> None:
+        self.grammar = grammar
+
+    def final_limit(self, output: Output) -> int:
+        return output.chars
+
+    def met(self, text: str) -> bool:
+        return True
+
+    def settle(self, output: Output) -> Settled | None:
+        return None
+
+    def target_grammar(self, text: str) -> Grammar:
+        return self.grammar
+
+
+class SchemaSettling:
+    """A JSON schema's grammar, whose `parts` may hold the schema's own order (`strict`: drafts
+    are read in any key order) and a validator with the final word. Once a complete text fails in
+    a way no inserted key mends, the run checks in the schema's own order: `grammar` is `strict`
+    from then on."""
+
+    def __init__(self, grammar: Grammar, parts: SchemaParts) -> None:
+        self.grammar = grammar
+        self._parts = parts
+        # Keywords the grammar does not enforce: only the validator can tell, once the text is
+        # complete, what must be written again.
+        self._validator_decides = any(r.checked for r in parts.relaxed)
+        self._inserted_keys: set[str] = set()  # required keys inserted so far
+        self._validator_cuts = 0
+        self._order: Checker | None = None  # the schema's own order, over the committed text
+
+    def final_limit(self, output: Output) -> int:
+        """Under a schema read in any key order, text its own order refuses may be taken back
+        when the text is complete (`settle`): only text in that order may be final before the run
+        ends. Under a schema with keywords only its validator checks, any value may be taken back
+        then: nothing more is final before the run ends."""
+        if self._validator_decides:
+            return output.promised
+        strict = self._parts.strict
+        if strict is None:
+            return output.chars
+        # Rolled back no further than the last final point (nothing before it changes), a call
+        # costs the new text.
+        if self._order is None:
+            self._order = strict.checker()
+        order = self._order
+        order.rollback(min(order.chars, output.promised))
+        order.feed(output.text[order.chars :])
+        return order.chars
+
+    def met(self, text: str) -> bool:
+        """The complete `text` is valid under the schema (the grammar alone decides where there
+        is no validator)."""
+        return self._parts.validator is None or self.grammar.matches(text)
+
+    def target_grammar(self, text: str) -> Grammar:
+        """The schema's own order while `text` keeps it (the target then writes every required
+        key), else the drafts' any-order grammar (the API put keys in another order; the final
+        check still holds)."""
+        strict = self._parts.strict
+        if strict is not None and strict.check(text).chars == len(text):
+            return strict
+        return self.grammar
+
+    def settle(self, output: Output) -> Settled | None:
+        """The text is complete but not valid under the schema. A key its object already has is
+        deleted with its value. A required key that is missing is inserted where its object
+        ends, for the target to write its value (once per key). Anything else (a fraction where
+        an integer goes) and from here on the run checks and writes in the schema's own order,
+        cut where that order refuses the text; where it takes the whole text (the validator
+        refuses what no grammar here enforces), the cut is at the value the validator refuses,
+        and that value is not offered again. None when nothing is left to try."""
+        validator = self._parts.validator
+        if validator is None:
+            raise RuntimeError("no JSON schema validator to settle with")  # met() held
+        if self._delete_repeated_member(output):
+            return Settled(cut=False)
+        text = output.text
+        in_any_order = self._parts.strict is not None
+        missing = validator.missing_key(text) if in_any_order else None
+        if missing is None or missing.key in self._inserted_keys:
+            return self._cut_in_order(output, validator)
+        self._inserted_keys.add(missing.key)
+        logger.debug("JSON schema: required key inserted at character %d", missing.at)
+        output.take_back(missing.at)
+        output.checker.feed(missing.text)
+        output.add(missing.text, "edit")
+        return Settled(cut=True, rest=text[missing.at :])
+
+    def _delete_repeated_member(self, output: Output) -> bool:
+        """A key its object already has (a repair that wrote an existing key for one the schema
+        refuses, or the API writing a key twice): its later member is deleted, comma and value,
+        and the text after it read again (JSON without a member: the same grammar takes it). Not
+        before a point already passed on as final."""
+        repeated = repeated_member(output.text)
+        if repeated is None or repeated[0] < output.promised:
+            return False
+        output.delete(*repeated)
+        logger.debug("JSON schema: a repeated key's member deleted at character %d", repeated[0])
+        return True
+
+    def _cut_in_order(self, output: Output, validator: Validator) -> Settled | None:
+        """From here on the schema's own order (where drafts were read in any): the text is cut
+        where that order refuses it, else at the value `validator` refuses (None: it refuses none
+        it may cut at)."""
+        text = output.text
+        in_order = self._move_to_order(text)
+        at: int | None = len(text) if in_order is None else in_order.chars
+        rest: str | None = text[at:]
+        if at == len(text):
+            at, rest = self._refused_value(validator, text, output.promised), None
+        if at is not None:
+            output.take_back(at)
+        if in_order is not None:  # the output's checker from here on
+            in_order.rollback(output.chars)
+            output.checker = in_order
+        return None if at is None else Settled(cut=True, rest=rest)
+
+    def _move_to_order(self, text: str) -> Checker | None:
+        """Check in the schema's own order from here on: its checker over `text` (None where the
+        run does already)."""
+        strict = self._parts.strict
+        if strict is None:
+            return None
+        self.grammar, self._parts = strict, strict.schema or SchemaParts()
+        self._order = None
+        checker = strict.checker()
+        checker.feed(text)
+        logger.debug(
+            "JSON schema not met in any key order: its order from character %d", checker.chars
+        )
+        return checker
+
+    def _refused_value(self, validator: Validator, text: str, promised: int) -> int | None:
+        """Where the value starts that `validator` refuses in the complete `text`, if it is not
+        final yet and the run has cuts for it left."""
+        refused = validator.refused_value(text)
+        if refused is None or refused < promised or self._validator_cuts >= MAX_VALIDATOR_CUTS:
+            return None
+        self._validator_cuts += 1
+        logger.debug("JSON schema: the validator refuses the value at character %d", refused)
+        return refused

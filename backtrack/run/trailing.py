@@ -1,0 +1,153 @@
+"""What follows a draft's cut: commentary after a complete answer, or more of the answer.
+
+At a complete point, the draft's rejected rest may be commentary (`= 10` after an expression, a
+sentence, anything after JSON's last brace), dropped as trailing text, or more document after a
+slip, which the read-ahead keeps when one edit lets everything read after it parse (`reads_on`).
+Before a complete point, the rest goes back to the target with the correction (`HandBack`): the
+correction is cut where the rest goes on after it, and the rest is reused up to its next slip.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from backtrack.run.answer_start import prose, states_value
+from backtrack.run.output import REPAIR_LIMITS
+
+if TYPE_CHECKING:
+    from backtrack.repair.candidates import Edit
+    from backtrack.run.output import Output
+    from grammars import Checker
+
+BLANKS_OR_END = frozenset(b" \t\r\n") | {256}
+_LETTERS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+# Text after a complete point that reads as commentary is still more document when a repair at
+# the cut lets everything read after it parse, and at least this much of it or on into another
+# line (a CSV row or a TOML line goes on; ` = 10` after an expression does not).
+_READS_ON = 16
+READ_ON_LIMITS = replace(REPAIR_LIMITS, min_fit=_READS_ON)
+_ANOTHER_LINE = re.compile(r"[\r\n]\s*\S")
+# A correction is cut where this much of the draft's rest fits after it (`HandBack.kept`).
+_HAND_BACK_PROBE = 64
+
+
+def answer_ended(checker: Checker, rest: str) -> bool:
+    """At a complete point, the grammar takes nothing more but blanks, and `rest` is more than
+    blanks: no repair can make it document."""
+    if not (checker.complete and rest.strip()):
+        return False
+    return checker.stopped or checker.next_bytes() <= BLANKS_OR_END
+
+
+def is_trailing(checker: Checker, rest: str) -> bool:
+    """At a complete point, is the rejected rest commentary rather than a slip? It is when the
+    grammar cannot go on at all or only with blanks, when the rest is a blank and a word where no
+    word may follow (SQL after its ";" takes only blanks and comments), when it states the text's
+    value where no `=` may follow (` = 10` after an expression), or when it starts a new line or a
+    code fence (and is not more of the answer, below)."""
+    following = checker.next_bytes()
+    if checker.stopped or not rest.strip() or following <= BLANKS_OR_END:
+        return True
+    text = checker.text
+    after_blank = rest[:1].isspace() or text[-1:].isspace()
+    if after_blank and rest.lstrip()[:1].isalpha() and not following & _LETTERS:
+        return True  # a word after a blank (right after a closing quote, a slip in the text)
+    if ord("=") not in following and states_value(rest):
+        return True
+    tail = text[len(text.rstrip()) :]
+    if not ("\n" in tail or rest.lstrip(" \t").startswith(("\n", "\r", "```"))):
+        return False
+    # A new line: commentary, unless it is more of the answer after blank lines the grammar
+    # refuses (an empty line between CSV records): not prose, and it fits to its end.
+    after = rest.lstrip()
+    line = after.split("\n", 1)[0]
+    more = not prose(line) and checker.fits(after) >= min(len(after), len(line) + 1)
+    return not more
+
+
+def reads_on(edit: Edit, window: str) -> bool:
+    """Whether, after `edit`, what looked like commentary after a complete text is more document:
+    everything read after the edit parses, a good stretch of it or on into another line, and its
+    first line is no sentence (which CSV, say, would take as a record)."""
+    after = window[edit.skip :]
+    line = next((ln for ln in after.splitlines() if ln.strip()), "")
+    sentence = prose(line) and len(line.split()) >= 3
+    stretch = edit.fits >= _READS_ON or _ANOTHER_LINE.search(after) is not None
+    return edit.fits == len(after) and stretch and not sentence
+
+
+def drop_final_blanks(output: Output) -> None:
+    """Blanks that end a complete text before dropped trailing text go with the trailing text
+    where the text without them is complete and they are no line's end (`1 + 2 ` before `= 3`),
+    or the grammar would take nothing but blanks after it (JSON). Elsewhere they stay: a CSV
+    record's line end, and before a closing fence too, whose block's content ends with its last
+    line's break, as CommonMark has it. Never blanks already passed on as final."""
+    text, checker = output.text, output.checker
+    kept = len(text.rstrip())
+    if kept == len(text) or kept < max(output.edit_end, output.promised):
+        return
+    checker.rollback(kept)
+    line_end = "\n" in text[kept:] or "\r" in text[kept:]
+    if not (checker.complete and (not line_end or checker.next_bytes() <= BLANKS_OR_END)):
+        checker.feed(text[kept:])
+        return
+    output.log.retract(len(text) - kept, shown=False)
+    output.drop(text[kept:], "trailing")
+
+
+@dataclass
+class HandBack:
+    """The last cut draft's rest after its cut, which the target's correction hands back to."""
+
+    rest: str = ""
+    # The drafter's reply was read to its end: the rest is all of it (the drafter had finished).
+    reply_ended: bool = False
+
+    def kept(self, checker: Checker, written: str) -> int:
+        """How much of the target's `written` text to keep: all of it where the rest goes on
+        after it (as far as a repair needs to resynchronise) or there is no rest, else the
+        longest start after which it does (` 4,` is cut to ` 4` where the rest goes on with
+        `], "b"`): the draft takes over there."""
+        probe = self.rest[:_HAND_BACK_PROBE]
+        # As much as resynchronises a repair; less only where that is the reply's whole rest (a
+        # stream closed at the cut left only the start of its rest: no evidence).
+        need = REPAIR_LIMITS.min_fit
+        if self.reply_ended:
+            need = min(len(probe), need)
+        if not probe or len(probe) < need:
+            return len(written)
+        start = checker.chars
+        for keep in range(len(written), 0, -1):
+            if checker.fits(written[:keep] + probe) - keep < need:
+                continue
+            checker.feed(written[:keep])
+            inside = checker.in_free_text()  # the rest would be a string's content
+            checker.rollback(start)
+            if not inside:
+                return keep
+        return len(written)
+
+    def reuse(self, output: Output, min_chars: int) -> str:
+        """After a correction, commit what of the rest fits: all of it where that completes the
+        text or is at least `min_chars` long, else its start up to its next slip when that is;
+        what follows the slip stays for the target's next correction. Returns what was reused."""
+        rest, self.rest = self.rest, ""
+        checker = output.checker
+        if not rest or checker.in_free_text():
+            return ""  # nothing, or inside a string the correction opened: it would be its content
+        before = checker.chars
+        taken = checker.feed(rest)
+        if taken == len(rest) and (checker.complete or len(rest) >= min_chars):
+            output.add(rest, "reused")
+            return rest
+        if taken >= min_chars and not checker.in_free_text():
+            # The rest fits up to another slip: keep what fits, and the target corrects there
+            # with the remainder before it, not the API writing the rest again.
+            output.add(rest[:taken], "reused")
+            self.rest = rest[taken:]
+            return rest[:taken]
+        checker.rollback(before)
+        return ""
