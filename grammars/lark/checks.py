@@ -29,8 +29,14 @@ from grammars.limits import GrammarLimits
 
 __all__ = ["check_lark"]
 
-# A string as llguidance's lexer reads one (lark/lexer.rs, 1.5.0): JSON's escapes only.
+# Where llguidance's lexer (lark/lexer.rs, 1.5.0) reads a text otherwise than lark's, the check
+# leaves it to the engine: a string takes JSON's escapes only; a name is all lower case (a rule,
+# which `!` and `?` may lead) or all upper case (a terminal); a number goes on into a fraction, an
+# exponent or hex digits; blanks are spaces and tabs.
 _ENGINE_STRING = re.compile(r'"(?:\\(?:["\\/bfnrt]|u[a-fA-F0-9]{4})|[^"\\\x00-\x1f\x7f])*"i?')
+_ENGINE_NAME = re.compile(r"_?[a-z][_a-z0-9\-]*|_?[A-Z][_A-Z0-9\-]*")
+_RULE_NAME = re.compile(r"_?[a-z]")
+_COMMENT = re.compile(r"(?:#|//)[^\n]*")
 # Group nesting past this is left to the engine's own parser (which refuses it sooner).
 _MAX_GROUPS = 200
 
@@ -43,10 +49,8 @@ def _engine_tokens(text: str) -> list[Tok]:
     """The tokens of `text`; _Unreadable where llguidance's lexer reads them otherwise, and
     GrammarError for JSON nested too deeply to read (it would crash the engine)."""
     toks = tokens(text)
-    for token in toks:
-        if token.kind == "other" or (
-            token.kind == "string" and not _ENGINE_STRING.fullmatch(token.text)
-        ):
+    for i, token in enumerate(toks):
+        if not _read_alike(text, toks, i):
             raise _Unreadable
         if token.kind == "directive" and token.text in JSON_VALUED:
             try:  # the JSON after it could not be read: find out why
@@ -63,6 +67,28 @@ def _engine_tokens(text: str) -> list[Tok]:
                 pass
             raise _Unreadable
     return toks
+
+
+def _read_alike(text: str, toks: list[Tok], i: int) -> bool:
+    """Whether llguidance's lexer reads token `i`, and the blanks before it, as lark's does."""
+    token = toks[i]
+    blanks = _COMMENT.sub("", text[toks[i - 1].end if i else 0 : token.start])
+    if "\f" in blanks or "\\" in blanks:
+        return False
+    # the token right after this one, with nothing between them
+    after = toks[i + 1] if i + 1 < len(toks) and toks[i + 1].start == token.end else None
+    leads_rule = after is not None and after.kind == "name" and _RULE_NAME.match(after.text)
+    if token.kind == "string":
+        return bool(_ENGINE_STRING.fullmatch(token.text))
+    if token.kind == "name":
+        return bool(_ENGINE_NAME.fullmatch(token.text))
+    if token.kind == "number":
+        return after is None or not (after.kind == "name" or after.text in (".", ".."))
+    if token.text == "!":
+        return bool(leads_rule) or (after is not None and after.text == "?")
+    if token.text == "?" and leads_rule:  # read as one name, which only a rule's head may be
+        return i == 0 or toks[i - 1].kind == "nl" or toks[i - 1].text == "!"
+    return token.kind != "other"
 
 
 # A rule's body as a formula over the rules it names: True (derives a finite text), False, a name,

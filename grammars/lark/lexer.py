@@ -1,10 +1,10 @@
 """Lark grammar text as tokens and statements: the one tokenizer every reader of a grammar uses.
 
-The tokens follow lark's lexical syntax (lark/load_grammar.py), widened to step over llguidance's
-additions: a `%json`, `%regex` or `%llguidance` directive and the JSON after it are one token that
-keeps the JSON's value, and the tokens of a nested `%lark { ... }` grammar, whose names are its
-own, are opaque. Every token keeps its offsets in the text; `statements` groups the tokens into
-logical lines.
+The tokens follow lark's lexical syntax (lark/load_grammar.py; a regexp may span lines, as both
+lark and llguidance read one), widened to step over llguidance's additions: a `%json`, `%regex` or
+`%llguidance` directive and the JSON after it are one token that keeps the JSON's value, and the
+tokens of a nested `%lark { ... }` grammar, whose names are its own, are opaque. Every token keeps
+its offsets in the text; `statements` groups the tokens into logical lines.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ _TOKEN = re.compile(
       (?P<nl>(?:\r?\n)+)
     | (?P<skip>[ \t\f]+|//[^\n]*|\#[^\n]*|\\[ \t]*\r?\n)
     | (?P<string>"(?:\\.|[^"\\\n])*"i?)
-    | (?P<regexp>/(?!/)(?:\\.|[^/\\\n])+/[imslux]*)
+    | (?P<regexp>/(?!/)(?:\\.|[^/\\])+/[imslux]*)
     | (?P<directive>%[a-z_]+)
     | (?P<special><[^<>\s]+>)
     | (?P<ref>@[A-Za-z0-9_\-]+)
