@@ -16,7 +16,7 @@ import llguidance
 
 from grammars.errors import GrammarError
 
-__all__ = ["EOS", "Matchers", "byte_tokenizer", "compile_matcher", "engine_error"]
+__all__ = ["EOS", "Matchers", "byte_tokenizer"]
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ _COMPILE_STACK = 64 << 20
 _compile_lock = threading.Lock()
 
 
-def engine_error(message: str, source: str | None) -> GrammarError:
+def _engine_error(message: str, source: str | None) -> GrammarError:
     """GrammarError from an llguidance message. Positions are kept only when `source` is the text
     they refer to (Lark text the user wrote); the reason on an `error: ` line is appended."""
     if _TOO_MANY_SYMBOLS in message:
@@ -70,7 +70,7 @@ def engine_error(message: str, source: str | None) -> GrammarError:
     return GrammarError(what)
 
 
-def compile_matcher(
+def _compile(
     tokenizer: llguidance.LLTokenizer, ll_grammar: str, limits: llguidance.LLParserLimits
 ) -> llguidance.LLMatcher:
     """A new matcher, compiled on a thread with a 64 MiB stack (the engine recurses once per rule
@@ -120,9 +120,9 @@ class Matchers:
         with self._lock:
             entry = self._pristine.get(id(tokenizer))
             if entry is None:
-                pristine = compile_matcher(tokenizer, self._ll_grammar, self._limits)
+                pristine = _compile(tokenizer, self._ll_grammar, self._limits)
                 if pristine.is_error():
-                    raise engine_error(pristine.get_error(), self._source)
+                    raise _engine_error(pristine.get_error(), self._source)
                 entry = self._pristine[id(tokenizer)] = (tokenizer, pristine)
             return entry[1]
 
