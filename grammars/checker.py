@@ -20,13 +20,13 @@ import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import llguidance
 
 from grammars.errors import TextError, caret_view
+from grammars.expected import allowed_bytes, expected_after
 
-EOS = 256
 PRINTABLE = frozenset(range(0x20, 0x7F))
 """The printable ASCII bytes."""
 # Where the grammar takes (nearly) any printable character next, the text is inside a free-text
@@ -38,24 +38,6 @@ def takes_free_text(following: frozenset[int]) -> bool:
     """Whether `following` (a checker's `next_bytes()`) is a free-text lexeme's: a string's, a
     quoted name's, where (nearly) any printable character goes on."""
     return len(following & PRINTABLE) >= _FREE_TEXT
-
-
-class _ByteVocabulary:
-    """The tokenizer shape llguidance wants, with one token per byte value."""
-
-    eos_token_id = EOS
-    bos_token_id = None
-    tokens: ClassVar[list[bytes]] = [bytes([i]) for i in range(256)] + [b"<eos>"]
-    special_token_ids: ClassVar[list[int]] = [EOS]
-
-    def __call__(self, text: str | bytes) -> list[int]:
-        return list(text if isinstance(text, bytes) else text.encode("utf-8"))
-
-
-@functools.cache
-def byte_tokenizer() -> llguidance.LLTokenizer:
-    """The shared byte-level LLTokenizer (built on first use, not at import)."""
-    return llguidance.LLTokenizer(llguidance.TokenizerWrapper(_ByteVocabulary()), slices=[])
 
 
 def as_text(text: str | bytes) -> str:
@@ -104,88 +86,6 @@ def char_aligned(data: bytes, n: int) -> int:
     while 0 < n < len(data) and (data[n] & 0xC0) == 0x80:
         n -= 1
     return n
-
-
-def _describe(byte_values: list[int], continuations: dict[int, bytes]) -> tuple[str, ...]:
-    """Readable items: literal continuations ('"true"') and byte ranges ('[0-9]')."""
-    items: list[str] = []
-    run: list[int] = []
-
-    def close_run() -> None:
-        if len(run) >= 3:
-            items.append(f"[{_show_char(run[0])}-{_show_char(run[-1])}]")
-        else:
-            items.extend(repr(chr(b)) if b < 128 else f"byte 0x{b:02x}" for b in run)
-        run.clear()
-
-    for b in byte_values:
-        tail = continuations.get(b, b"")
-        if tail:
-            close_run()
-            items.append(repr((bytes([b]) + tail).decode("utf-8", "replace")))
-        elif run and b == run[-1] + 1 and b < 128:
-            run.append(b)
-        else:
-            close_run()
-            run.append(b)
-    close_run()
-    return tuple(items)
-
-
-def _non_ascii(matcher: llguidance.LLMatcher, leads: list[int], limit: int = 16) -> tuple[str, ...]:
-    """Whole characters that may start with the allowed lead bytes `leads` (at most `limit`)."""
-    found: list[str] = []
-
-    def walk(prefix: bytes) -> None:
-        if len(found) >= limit:
-            return
-        try:
-            found.append(repr(prefix.decode("utf-8")))
-            return
-        except UnicodeDecodeError:
-            if len(prefix) >= 4:
-                return
-        mask = matcher.compute_bitmask()
-        for b in range(128, 192):
-            if mask[b // 8] >> (b % 8) & 1 and matcher.consume_token(b):
-                walk(prefix + bytes([b]))
-                matcher.rollback(1)
-
-    for lead in leads:
-        if matcher.consume_token(lead):
-            walk(bytes([lead]))
-            matcher.rollback(1)
-    if len(found) >= limit:
-        return (*found[: limit - 1], "other non-ASCII characters")
-    return tuple(found)
-
-
-def _show_char(b: int) -> str:
-    return chr(b) if 32 < b < 127 else f"\\x{b:02x}"
-
-
-def allowed_bytes(matcher: llguidance.LLMatcher) -> list[int]:
-    """The bytes `matcher` allows next, EOS (256) included."""
-    mask = matcher.compute_bitmask()
-    return [b for b in range(EOS + 1) if mask[b // 8] >> (b % 8) & 1]
-
-
-def expected_after(matcher: llguidance.LLMatcher) -> tuple[str, ...]:
-    """What may come next in `matcher`'s state, readable: each allowed byte extended by the bytes
-    the grammar then forces ('t' -> "true"), runs of bytes as ranges, and 'end of text'."""
-    allowed = allowed_bytes(matcher)
-    continuations: dict[int, bytes] = {}
-    for b in allowed:
-        if b == EOS or b >= 128:
-            continue
-        if matcher.consume_token(b):
-            continuations[b] = matcher.compute_ff_bytes()
-            matcher.rollback(1)
-    items = _describe([b for b in allowed if b < 128], continuations)
-    items += _non_ascii(matcher, [b for b in allowed if 128 <= b < EOS])
-    if EOS in allowed or (matcher.is_accepting() and not items):
-        items += ("end of text",)
-    return items
 
 
 @dataclass(frozen=True)

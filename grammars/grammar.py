@@ -8,13 +8,10 @@ never a crash or a silent fallback. The `lark` library is used only for parse tr
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 import re
 import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias
@@ -22,31 +19,25 @@ from typing import Any, Literal, Protocol, TypeAlias
 import llguidance
 
 from grammars import shipped
-from grammars.checker import Checker, PrefixCheck, as_text, byte_tokenizer, check
-from grammars.checks import GrammarLimits, check_lark, check_schema, check_size
+from grammars.checker import Checker, PrefixCheck, as_text, check
+from grammars.engine import Matchers, byte_tokenizer
 from grammars.errors import GrammarError, TextError
 from grammars.json_schema.build import Validator, loosen
+from grammars.json_schema.checks import check_schema
 from grammars.json_schema.relax import Relaxation, one_of_places, relax
+from grammars.lark.checks import check_lark
 from grammars.lark.source import translate
+from grammars.lark.tree import lark_parser, parse_tree
+from grammars.limits import GrammarLimits, check_size
 
-__all__ = ["Grammar", "GrammarLimits", "SchemaParts"]
+__all__ = ["Grammar", "GrammarLike", "GuidanceGrammar", "SchemaParts"]
 
 Kind = Literal["lark", "json_schema", "regex", "guidance"]
 
-# llguidance reports positions as "at 3(14): ..." or "3(14): ..." (line, column; 1-based).
 logger = logging.getLogger(__name__)
 
-_POSITION = re.compile(r"^(?:at )?(\d+)\((\d+)\):\s*(.*)$")
-# Directives only llguidance reads; they are removed before the text goes to the lark library.
-_LLGUIDANCE_ONLY = re.compile(r"^\s*%llguidance\b.*$", re.MULTILINE)
 # A string given where a grammar is expected that reads as a name, not as Lark text.
 _NAME_LIKE = re.compile(r"\s*[A-Za-z_][\w.-]*\s*")
-# llguidance numbers symbols with 16 bits and asserts when a grammar has more.
-_TOO_MANY_SYMBOLS = "grammar.symbols.len() < u16::MAX"
-# The engine compiles rules recursively; compiling on a thread with this stack keeps the depth it
-# can take (GrammarLimits.max_depth) independent of the caller's thread.
-_COMPILE_STACK = 64 << 20
-_compile_lock = threading.Lock()
 
 
 class GuidanceGrammar(Protocol):
@@ -58,61 +49,6 @@ class GuidanceGrammar(Protocol):
 GrammarLike: TypeAlias = "Grammar | str | dict[str, Any] | type[Any] | GuidanceGrammar"
 """What `guide()`, `wrap()` and `Grammar.coerce` take as a grammar: a Grammar, a shipped name, Lark
 text, a JSON schema (a dict, or a pydantic model class) or a guidance grammar object."""
-
-
-def _grammar_error(message: str, source: str | None) -> GrammarError:
-    """GrammarError from an llguidance message. Positions are kept only when `source` is the text
-    they refer to (Lark text the user wrote); the reason on an `error: ` line is appended."""
-    if _TOO_MANY_SYMBOLS in message:
-        return GrammarError(
-            "the grammar has more than 65,525 symbols (rules, terminals and the parts of their "
-            "alternatives), the most llguidance can number"
-        )
-    first, _, rest = message.strip().partition("\n")
-    reason = next((ln.strip() for ln in rest.splitlines() if ln.strip().startswith("error: ")), "")
-    found = _POSITION.match(first)
-    what = found[3] if found else first or "invalid grammar"
-    if reason:
-        what = f"{what.rstrip(': ')}: {reason.removeprefix('error: ')}"
-    if found and source is not None:
-        return GrammarError(what, line=int(found[1]), column=int(found[2]), source=source)
-    return GrammarError(what)
-
-
-def _compile(
-    tokenizer: llguidance.LLTokenizer, ll_grammar: str, limits: llguidance.LLParserLimits
-) -> llguidance.LLMatcher:
-    """A new matcher, compiled on a thread with a 64 MiB stack (the engine recurses once per rule
-    level, about 3 KB a level; a caller's thread may have as little as 512 KB)."""
-    built: list[llguidance.LLMatcher] = []
-    started = time.perf_counter()
-
-    def run() -> None:
-        built.append(llguidance.LLMatcher(tokenizer, ll_grammar, log_level=0, limits=limits))
-
-    with _compile_lock:  # the stack size is process-wide: set it for this thread only
-        previous = threading.stack_size(_COMPILE_STACK)
-        try:
-            worker = threading.Thread(target=run, name="backtrack-compile", daemon=True)
-            worker.start()
-        finally:
-            threading.stack_size(previous)
-    worker.join()
-    logger.debug(
-        "compiled a %d-byte grammar for a %d-token vocabulary in %.3f s",
-        len(ll_grammar),
-        tokenizer.vocab_size,
-        time.perf_counter() - started,
-    )
-    return built[0]
-
-
-def _suggest(name: str) -> GrammarError:
-    """The error for a name that is not a shipped grammar, with the closest one when there is."""
-    close = difflib.get_close_matches(name, shipped.names(), n=1)
-    if close:
-        return GrammarError(f"no shipped grammar {name!r}; did you mean {close[0]!r}?")
-    return GrammarError(f"no shipped grammar {name!r} (known: {', '.join(shipped.names())})")
 
 
 @dataclass(frozen=True)
@@ -164,16 +100,16 @@ class Grammar:
         self.name = name
         self.ll_grammar = ll_grammar
         self.limits = limits or GrammarLimits()
-        self._parser_limits = llguidance.LLParserLimits(
-            max_items_in_row=self.limits.row_items + len(ll_grammar)
+        self._matchers = Matchers(
+            ll_grammar,
+            llguidance.LLParserLimits(max_items_in_row=self.limits.row_items + len(ll_grammar)),
+            source if kind == "lark" else None,
         )
-        self._lock = threading.Lock()
-        # keyed by id(tokenizer); the tokenizer is kept alive beside its matcher (few exist)
-        self._pristine: dict[int, tuple[llguidance.LLTokenizer, llguidance.LLMatcher]] = {}
+        self._lark_lock = threading.Lock()
         self._lark: Any = None
         self.schema = schema
         # Compiled now, so that a grammar the engine refuses fails here, not at its first check.
-        pristine = self._pristine_for(byte_tokenizer())
+        pristine = self._matchers.pristine(byte_tokenizer())
         self.warnings: tuple[str, ...] = (*pristine.get_grammar_warnings(), *warnings)
 
     def __repr__(self) -> str:
@@ -262,7 +198,7 @@ class Grammar:
         try:
             text = shipped.source(name, **params)
         except KeyError:
-            raise _suggest(name) from None
+            raise shipped.not_shipped(name) from None
         except (TypeError, ValueError) as exc:
             raise GrammarError(f"grammar {name!r}: {exc}") from exc
         return cls.from_lark(text, name=name, limits=limits, start=start)
@@ -394,7 +330,7 @@ class Grammar:
             if spec in shipped.names():
                 return cls.load(spec, limits=limits)
             if _NAME_LIKE.fullmatch(spec):
-                raise _suggest(spec.strip())
+                raise shipped.not_shipped(spec.strip())
             return cls.from_lark(spec, limits=limits)
         if isinstance(spec, dict) or (
             isinstance(spec, type) and hasattr(spec, "model_json_schema")
@@ -408,44 +344,23 @@ class Grammar:
 
     def matcher(self, tokenizer: llguidance.LLTokenizer | None = None) -> llguidance.LLMatcher:
         """A fresh matcher at the start of the grammar, over `tokenizer` (default: bytes)."""
-        copy: llguidance.LLMatcher = self._pristine_for(tokenizer or byte_tokenizer()).deep_copy()
+        pristine = self._matchers.pristine(tokenizer or byte_tokenizer())
+        copy: llguidance.LLMatcher = pristine.deep_copy()
         return copy
-
-    def _pristine_for(self, tokenizer: llguidance.LLTokenizer) -> llguidance.LLMatcher:
-        with self._lock:
-            entry = self._pristine.get(id(tokenizer))
-            if entry is None:
-                pristine = _compile(tokenizer, self.ll_grammar, self._parser_limits)
-                if pristine.is_error():
-                    raise _grammar_error(
-                        pristine.get_error(), self.source if self.kind == "lark" else None
-                    )
-                entry = self._pristine[id(tokenizer)] = (tokenizer, pristine)
-            return entry[1]
-
-    def _renewer(self, tokenizer: llguidance.LLTokenizer) -> Callable[[], llguidance.LLMatcher]:
-        """A function that compiles the pristine matcher anew, for when its lexer (which every copy
-        shares) reached its limit of states: without it, every later check would fail too."""
-
-        def renew() -> llguidance.LLMatcher:
-            with self._lock:
-                self._pristine.pop(id(tokenizer), None)
-            return self._pristine_for(tokenizer)
-
-        return renew
 
     # -- checks ---------------------------------------------------------------------------------
 
     def check(self, text: str | bytes) -> PrefixCheck:
         """The longest prefix of `text` that the grammar can continue (bytes must be UTF-8).
-        Raises TextError where checking further would pass the work budget (see `prefix`)."""
+        Raises TextError where checking further would pass the work budget (see `Checker`)."""
         tokenizer = byte_tokenizer()
-        return check(self._pristine_for(tokenizer), text, renew=self._renewer(tokenizer))
+        renew = self._matchers.renewer(tokenizer)
+        return check(self._matchers.pristine(tokenizer), text, renew=renew)
 
     def checker(self) -> Checker:
         """An incremental check for text that arrives in pieces."""
         tokenizer = byte_tokenizer()
-        return Checker(self._pristine_for(tokenizer), renew=self._renewer(tokenizer))
+        return Checker(self._matchers.pristine(tokenizer), renew=self._matchers.renewer(tokenizer))
 
     def matches(self, text: str | bytes) -> bool:
         """`text` is a whole sentence of the grammar (False for bytes that are not UTF-8). Under a
@@ -477,37 +392,10 @@ class Grammar:
                     expected=result.expected,
                 )
             raise result.error()
-        import lark
-
-        try:
-            return self._lark_parser().parse(text)
-        except lark.exceptions.UnexpectedInput as exc:
-            at = getattr(exc, "pos_in_stream", None) or 0
-            raise TextError(
-                "llguidance accepts this text but the lark library does not (the grammar means "
-                "different things to the two engines)",
-                text=text,
-                char_offset=at,
-                byte_offset=len(text[:at].encode("utf-8")),
-            ) from exc
+        return parse_tree(self._lark_parser(), text)
 
     def _lark_parser(self) -> Any:
-        with self._lock:
-            return self._build_lark_parser()
-
-    def _build_lark_parser(self) -> Any:
-        if self._lark is None:
-            import lark
-
-            try:
-                # lark reads the grammar as written: its own imports, templates and start rule
-                self._lark = lark.Lark(
-                    _LLGUIDANCE_ONLY.sub("", self.source),
-                    parser="earley",
-                    lexer="dynamic",
-                    start=self.start,
-                    source_path=None if self.path is None else str(self.path),
-                )
-            except lark.exceptions.LarkError as exc:
-                raise GrammarError(f"the lark library cannot read this grammar: {exc}") from exc
-        return self._lark
+        with self._lark_lock:
+            if self._lark is None:  # lark reads the grammar as written
+                self._lark = lark_parser(self.source, start=self.start, path=self.path)
+            return self._lark

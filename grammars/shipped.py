@@ -7,8 +7,11 @@ function from such a file (see `PARAMETRIC`).
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from pathlib import Path
+
+from grammars.errors import GrammarError
 
 _HERE = Path(__file__).parent
 
@@ -36,6 +39,14 @@ PARAMETRIC: dict[str, Callable[..., str]] = {"json_keys": _json_keys}
 def names() -> list[str]:
     """Every shipped grammar's name, sorted."""
     return sorted({p.stem for p in _HERE.glob("*.lark")} | set(PARAMETRIC))
+
+
+def not_shipped(name: str) -> GrammarError:
+    """The error for a name that is not a shipped grammar, with the closest one when there is."""
+    close = difflib.get_close_matches(name, names(), n=1)
+    if close:
+        return GrammarError(f"no shipped grammar {name!r}; did you mean {close[0]!r}?")
+    return GrammarError(f"no shipped grammar {name!r} (known: {', '.join(names())})")
 
 
 def source(name: str, **params: int) -> str:

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from grammars.checks import resolve_ref
+from grammars.json_schema.checks import resolve_ref
 
 __all__ = ["Relaxation", "engine_knows_format", "relax"]
 
@@ -80,7 +80,7 @@ def engine_knows_format(name: str) -> bool:
     Asked of the engine itself, so that a newer one that knows more formats enforces them."""
     import llguidance
 
-    from grammars.checker import byte_tokenizer
+    from grammars.engine import byte_tokenizer
 
     try:
         ll = llguidance.LLMatcher.grammar_from_json_schema(

@@ -146,29 +146,13 @@ class Combiner:
                     del wanted[name]
         if not wanted:
             return entries
-        where = "/".join(dotted) + ".lark"
-        places: list[Path] = []
-        if relative:
-            if file.path is None:
-                raise file.error(
-                    f"a relative %import ('.{'.'.join(dotted)}') needs the grammar's file: "
-                    "read it with Grammar.from_file",
-                    first.at,
-                )
-            places.append(file.path.parent / where)
-        places.append(_lark_grammars() / where)  # lark looks there last, for both kinds
-        path = next((p for p in places if p.is_file()), None)
-        if path is None:
-            looked = ", ".join(str(p) for p in places)
-            raise file.error(f"cannot import from {where}: no such file ({looked})", first.at)
-        if path.resolve() in chain or len(chain) > _MAX_IMPORT_DEPTH:
-            raise file.error(f"{where} is imported in a loop (it imports itself)", first.at)
+        path = _locate(file, first, relative, dotted, chain)
         try:
             imported = self.read_file(path)
         except (OSError, UnicodeDecodeError) as exc:
             raise file.error(f"cannot read {path}: {exc}", first.at) from exc
         found = self.load(imported, mangle, (*chain, path.resolve()))
-        queue = []
+        roots = []
         for name in wanted:
             if mangle(name) not in found:
                 known = [d.name for d in imported.defs] + [
@@ -177,16 +161,47 @@ class Combiner:
                 close = difflib.get_close_matches(name, known, n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 raise file.error(f"{path} defines no {name!r}{hint}", first.at)
-            queue.append(mangle(name))
-        kept = dict.fromkeys(queue)
-        while queue:  # what the imported names need (lark's _remove_unused)
-            entry = found[queue.pop()]
-            for ref in entry.names() if isinstance(entry, Item) else ():
-                if ref in found and ref not in kept:
-                    kept[ref] = None
-                    queue.append(ref)
-        entries.update((name, found[name]) for name in kept)
+            roots.append(mangle(name))
+        entries.update((name, found[name]) for name in _needed(found, roots))
         return entries
+
+
+def _locate(
+    file: File, first: Import, relative: bool, dotted: tuple[str, ...], chain: tuple[Path, ...]
+) -> Path:
+    """The file an `%import` of `dotted` reads, where lark looks for it: beside the grammar's file
+    when the import is relative, then among lark's own grammars."""
+    where = "/".join(dotted) + ".lark"
+    places: list[Path] = []
+    if relative:
+        if file.path is None:
+            raise file.error(
+                f"a relative %import ('.{'.'.join(dotted)}') needs the grammar's file: "
+                "read it with Grammar.from_file",
+                first.at,
+            )
+        places.append(file.path.parent / where)
+    places.append(_lark_grammars() / where)  # lark looks there last, for both kinds
+    path = next((p for p in places if p.is_file()), None)
+    if path is None:
+        looked = ", ".join(str(p) for p in places)
+        raise file.error(f"cannot import from {where}: no such file ({looked})", first.at)
+    if path.resolve() in chain or len(chain) > _MAX_IMPORT_DEPTH:
+        raise file.error(f"{where} is imported in a loop (it imports itself)", first.at)
+    return path
+
+
+def _needed(found: dict[str, Entry], names: list[str]) -> list[str]:
+    """`names` and what they refer to in `found`, transitively (lark's _remove_unused)."""
+    kept = dict.fromkeys(names)
+    queue = list(names)
+    while queue:
+        entry = found[queue.pop()]
+        for ref in entry.names() if isinstance(entry, Item) else ():
+            if ref in found and ref not in kept:
+                kept[ref] = None
+                queue.append(ref)
+    return list(kept)
 
 
 def _define(

@@ -5,12 +5,12 @@ from any rule it is told to. llguidance reads one text, knows `%import common.NA
 only, has no templates, and starts from `start`. `translate` bridges the two:
 
 - imports are resolved as lark resolves them, and `%override` / `%extend` applied
-  (`lark_imports`; a file read into statements by `lark_syntax`);
-- templates are expanded, one rule per distinct use (`lark_templates`);
-- the result is written as one text, the grammar's own lines where they were (`lark_writer`),
-  each piece marked with the file and offset it came from (`lark_mapped`);
+  (`lark.imports`; a file read into statements by `lark.syntax`);
+- templates are expanded, one rule per distinct use (`lark.templates`);
+- the result is written as one text, the grammar's own lines where they were (`lark.writer`),
+  each piece marked with the file and offset it came from (`lark.mapped`);
 - `start=` names the rule a sentence derives, and `%ignore`d text may lead and trail the sentence
-  as lark allows (`lark_start`).
+  as lark allows (`lark.start`).
 
 The lark library is given the grammar as written (with its path and start rule) and reads it its own
 way. Every piece of the translated text knows the file and offset it came from, so an error the

@@ -1,125 +1,22 @@
 """Lark grammar text read as statements: definitions, imports and ignores, each with its tokens.
 
-`read` splits a file into logical lines (`statements`) of tokens in lark's lexical syntax
-(lark/load_grammar.py), widened to step over llguidance's additions (`%llguidance {...}`,
-`%json {...}`, nested `%lark { ... }` grammars), and sorts them: `Def` (a rule, terminal or
-template, or an `%override` / `%extend` of one), `Import`, `%ignore`. A statement not understood
-here is kept as it is and marks the file `unsure`: the engine reports what is wrong with it, at
-its own line and column. Every token keeps its offsets in the file's text.
+`read` splits a file into logical lines of tokens (`lark.lexer`) and sorts them: `Def` (a rule,
+terminal or template, or an `%override` / `%extend` of one), `Import`, `%ignore`. A statement not
+understood here is kept as it is and marks the file `unsure`: the engine reports what is wrong
+with it, at its own line and column. Every token keeps its offsets in the file's text.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from grammars.errors import GrammarError
+from grammars.lark.lexer import Stmt, position, statements, tokens
 
-__all__ = ["Def", "File", "Import", "Stmt", "is_term", "read"]
-
-# Lark's lexical syntax (lark/load_grammar.py), widened to step over llguidance's additions.
-_TOKEN = re.compile(
-    r"""
-      (?P<nl>(?:\r?\n)+)
-    | (?P<skip>[ \t\f]+|//[^\n]*|\#[^\n]*|\\[ \t]*\r?\n)
-    | (?P<string>"(?:\\.|[^"\\\n])*"i?)
-    | (?P<regexp>/(?!/)(?:\\.|[^/\\\n])+/[imslux]*)
-    | (?P<directive>%[a-z_]+)
-    | (?P<special><[^<>\s]+>)
-    | (?P<ref>@[A-Za-z0-9_\-]+)
-    | (?P<name>_?[A-Za-z][A-Za-z0-9_]*(?:-(?!>)[A-Za-z0-9_]+)*)
-    | (?P<number>[+-]?[0-9]+)
-    | (?P<punct>->|\.\.|[:,.(){}\[\]|~+*?!&=])
-    | (?P<other>.)
-    """,
-    re.VERBOSE | re.DOTALL,
-)
-# Directives followed by a JSON value (llguidance), read as one opaque token.
-_JSON_VALUED = ("%json", "%regex", "%llguidance")
-_BLANKS = re.compile(r"[ \t\r\n]*")
-
-
-@dataclass
-class Tok:
-    kind: str
-    text: str
-    start: int
-    end: int
-
-
-def _tokens(text: str) -> list[Tok]:
-    tokens: list[Tok] = []
-    pos = 0
-    decoder = json.JSONDecoder()
-    nested = 0  # brace depth inside `%lark { ... }`, whose names are its own
-    while pos < len(text):
-        found = _TOKEN.match(text, pos)
-        assert found is not None and found.lastgroup is not None  # `other` takes any character
-        kind, end = found.lastgroup, found.end()
-        if kind == "directive" and found.group() in _JSON_VALUED:
-            at = _BLANKS.match(text, end).end()  # type: ignore[union-attr]
-            try:
-                _, end = decoder.raw_decode(text, at)
-                kind = "json"
-            except (ValueError, RecursionError):
-                pass
-        token = Tok(kind, text[pos:end], pos, end)
-        pos = end
-        if kind == "skip":
-            continue
-        if nested:  # line breaks included: the nested grammar is part of one statement
-            if token.text in ("{", "}"):
-                nested += 1 if token.text == "{" else -1
-            token.kind = "opaque"
-        elif token.text == "{" and tokens and tokens[-1].text == "%lark":
-            nested = 1
-            token.kind = "opaque"
-        tokens.append(token)
-    return tokens
-
-
-@dataclass
-class Stmt:
-    toks: list[Tok]
-
-    @property
-    def start(self) -> int:
-        return self.toks[0].start
-
-    @property
-    def end(self) -> int:
-        return self.toks[-1].end
-
-    def punct(self, i: int, *texts: str) -> bool:
-        return (
-            0 <= i < len(self.toks) and self.toks[i].kind == "punct" and self.toks[i].text in texts
-        )
-
-    def name(self, i: int) -> bool:
-        return i < len(self.toks) and self.toks[i].kind == "name"
-
-
-def _statements(tokens: list[Tok]) -> Iterator[Stmt]:
-    """Logical lines: a line break ends a statement unless the next line starts with '|'."""
-    current: list[Tok] = []
-    for i, token in enumerate(tokens):
-        if token.kind == "nl":
-            after = i + 1  # nl tokens take every line break in a row: one more at most
-            while after < len(tokens) and tokens[after].kind == "nl":
-                after += 1
-            if after < len(tokens) and tokens[after].text == "|" and current:
-                continue
-            if current:
-                yield Stmt(current)
-            current = []
-        else:
-            current.append(token)
-    if current:
-        yield Stmt(current)
+__all__ = ["Def", "File", "Import", "is_term", "read"]
 
 
 def is_term(name: str) -> bool:
@@ -136,16 +33,12 @@ class File:
     ignores: list[Stmt] = field(default_factory=list)
     unsure: bool = False  # a statement not understood here (the engine will say what is wrong)
 
-    def where(self, offset: int) -> tuple[int, int]:
-        line = self.text.count("\n", 0, offset) + 1
-        return line, offset - (self.text.rfind("\n", 0, offset) + 1) + 1
-
     def error(self, message: str, offset: int | None) -> GrammarError:
         if self.path is not None:
             message = f"{message} (in {self.path})"
         if offset is None:
             return GrammarError(message)
-        line, column = self.where(offset)
+        line, column = position(self.text, offset)
         return GrammarError(message, line=line, column=column, source=self.text)
 
 
@@ -187,7 +80,7 @@ class Import:
 
 def read(text: str, path: Path | None) -> File:
     file = File(path, text)
-    for stmt in _statements(_tokens(text)):
+    for stmt in statements(tokens(text)):
         file.stmts.append(stmt)
         head = stmt.toks[0]
         if head.text == "%import":

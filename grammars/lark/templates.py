@@ -13,8 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from grammars.lark.imports import Entry, Item, identity
+from grammars.lark.lexer import Stmt
 from grammars.lark.mapped import MappedText
-from grammars.lark.syntax import File, Stmt
+from grammars.lark.syntax import File
 
 __all__ = ["Context", "Expander", "fresh"]
 

@@ -10,8 +10,9 @@ grammar reads them; an `%import common.NAME` llguidance knows itself is left to 
 from __future__ import annotations
 
 from grammars.lark.imports import Entry, Item, Native, identity
+from grammars.lark.lexer import Stmt
 from grammars.lark.mapped import MappedText
-from grammars.lark.syntax import File
+from grammars.lark.syntax import Def, File
 from grammars.lark.templates import Context, Expander
 
 __all__ = ["write"]
@@ -33,34 +34,7 @@ def write(main: File, entries: dict[str, Entry], expand: Expander) -> MappedText
     for stmt in main.stmts:
         out.copy(main, pos, stmt.start)
         pos = stmt.end
-        definition = defs.get(id(stmt))
-        entry = entries.get(definition.name) if definition is not None else None
-        applied = isinstance(entry, Item) and (
-            entry.defn is definition or any(d is definition for d, _ in entry.extends)
-        )
-        if id(stmt) in resolved:
-            blank = True
-        elif definition is None:
-            blank = False
-            if stmt.toks[0].text == "%ignore":
-                expand.emit(out, main, stmt, 0, Context(identity))
-            else:
-                out.copy(main, stmt.start, stmt.end)
-        elif definition.params:  # written as its instances, unless used without arguments
-            blank = definition.name not in expand.bare
-            if not blank:
-                out.copy(main, stmt.start, stmt.end)
-        elif applied and definition.kind == "extend":
-            blank = True  # written with what it extends
-        elif applied and isinstance(entry, Item):
-            blank = False
-            _definition(out, expand, entry)
-        elif isinstance(entry, Item) and entry.defn.kind == "override":
-            blank = True  # overridden
-        else:  # defined twice, or an %override or %extend the engine refuses where it stands
-            blank = False
-            expand.emit(out, main, stmt, 0, Context(identity))
-        if blank:
+        if id(stmt) in resolved or not _in_place(out, expand, main, stmt, defs, entries):
             out.put("\n" * main.text.count("\n", stmt.start, stmt.end), main, stmt.start)
     out.copy(main, pos, len(main.text))
     out.put("\n", None, 0)
@@ -77,6 +51,45 @@ def write(main: File, entries: dict[str, Entry], expand: Expander) -> MappedText
         _definition(out, expand, template, head=name, subst=subst)
         out.put("\n", None, 0)
     return out
+
+
+def _in_place(
+    out: MappedText,
+    expand: Expander,
+    main: File,
+    stmt: Stmt,
+    defs: dict[int, Def],
+    entries: dict[str, Entry],
+) -> bool:
+    """Write statement `stmt` of the main text where it stands; False when it is to be blanked
+    instead (a template written as its instances, an %extend written with what it extends, an
+    overridden definition)."""
+    definition = defs.get(id(stmt))
+    entry = entries.get(definition.name) if definition is not None else None
+    applied = isinstance(entry, Item) and (
+        entry.defn is definition or any(d is definition for d, _ in entry.extends)
+    )
+    if definition is None:
+        if stmt.toks[0].text == "%ignore":
+            expand.emit(out, main, stmt, 0, Context(identity))
+        else:
+            out.copy(main, stmt.start, stmt.end)
+        return True
+    if definition.params:  # written as its instances, unless used without arguments
+        if definition.name not in expand.bare:
+            return False
+        out.copy(main, stmt.start, stmt.end)
+        return True
+    if applied and definition.kind == "extend":
+        return False  # written with what it extends
+    if applied and isinstance(entry, Item):
+        _definition(out, expand, entry)
+        return True
+    if isinstance(entry, Item) and entry.defn.kind == "override":
+        return False  # overridden
+    # defined twice, or an %override or %extend the engine refuses where it stands
+    expand.emit(out, main, stmt, 0, Context(identity))
+    return True
 
 
 def _definition(

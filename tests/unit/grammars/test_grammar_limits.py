@@ -24,7 +24,8 @@ from pydantic import BaseModel
 
 from backtrack import aguide, guide
 from grammars.errors import GrammarError, TextError
-from grammars.grammar import Grammar, GrammarLimits
+from grammars.grammar import Grammar
+from grammars.limits import GrammarLimits
 
 ROOT = Path(__file__).resolve().parents[3]
 JSON = Grammar.load("json")
@@ -107,7 +108,8 @@ def test_rule_chain_past_max_depth_is_a_grammar_error():
 
 def test_raised_max_depth_allows_a_deeper_chain():
     script = """
-        from grammars.grammar import Grammar, GrammarLimits
+        from grammars.grammar import Grammar
+        from grammars.limits import GrammarLimits
         grammar = Grammar.from_lark(args["text"], limits=GrammarLimits(max_depth=7000))
         print(grammar.matches("x"))
     """

@@ -1,0 +1,201 @@
+"""Checks made on a JSON schema before the engine compiles it: what it may cost, and whether it can
+end.
+
+The engine builds one grammar node per array item (`minItems: 10**9`: abort on an 8 GiB
+allocation) and reads JSON at most SCHEMA_MAX_DEPTH levels deep; both are measured here first, and
+anything past a limit is a GrammarError that names it. The engine also accepts schemas that no
+document completes (an object that requires a property of its own schema): a schema that has no
+finite instance is refused here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from grammars.errors import GrammarError
+from grammars.limits import SCHEMA_MAX_DEPTH, GrammarLimits
+
+__all__ = ["check_schema", "resolve_ref"]
+
+# Keywords whose value is a subschema, a list of them, or a map of them (as the engine reads them).
+_ONE = ("items", "additionalItems", "additionalProperties", "contains", "not", "if", "then", "else",
+        "propertyNames", "unevaluatedItems", "unevaluatedProperties")  # fmt: skip
+_MANY = ("anyOf", "oneOf", "allOf", "prefixItems")
+_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+
+
+def _pointer(path: tuple[str, ...]) -> str:
+    return "#" + "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def _json_depth(schema: Any) -> None:
+    """Raise GrammarError past SCHEMA_MAX_DEPTH levels (walked without recursion, so a schema
+    nested 2,000 deep or a dict that contains itself ends here, not in a RecursionError)."""
+    stack: list[tuple[Any, tuple[str, ...]]] = [(schema, ())]
+    while stack:
+        value, path = stack.pop()
+        if len(path) >= SCHEMA_MAX_DEPTH:
+            if isinstance(value, dict | list):
+                raise GrammarError(
+                    f"the JSON schema is nested more than {SCHEMA_MAX_DEPTH} levels deep at "
+                    f"{_pointer(path[:8]) + '/...'!r} (llguidance reads at most {SCHEMA_MAX_DEPTH})"
+                )
+            continue
+        if isinstance(value, dict):
+            stack.extend((v, (*path, str(k))) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, (*path, str(i))) for i, v in enumerate(value))
+
+
+def _subschemas(schema: Any) -> Iterator[tuple[tuple[str, ...], dict[str, Any]]]:
+    """Every subschema (as a dict) with its path, the root first."""
+    stack: list[tuple[tuple[str, ...], Any]] = [((), schema)]
+    while stack:
+        path, node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        yield path, node
+        for key in _ONE:
+            if isinstance(node.get(key), list):  # "items": [...] in older drafts
+                stack.extend(((*path, key, str(i)), s) for i, s in enumerate(node[key]))
+            elif key in node:
+                stack.append(((*path, key), node[key]))
+        for key in _MANY:
+            if isinstance(node.get(key), list):
+                stack.extend(((*path, key, str(i)), s) for i, s in enumerate(node[key]))
+        for key in _MAP:
+            if isinstance(node.get(key), dict):
+                stack.extend(((*path, key, str(k)), s) for k, s in node[key].items())
+
+
+def resolve_ref(root: Any, ref: Any) -> tuple[Any, tuple[str, ...]] | None:
+    """The subschema of `root` a local `$ref` names, with its path; None for any other reference
+    (not a local JSON pointer, or one that names nothing)."""
+    if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
+        return None
+    node, path = root, tuple[str, ...]()
+    for part in ref[2:].split("/") if ref != "#" else ():
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+        path = (*path, part)
+    return node, path
+
+
+class _SchemaGraph:
+    """Which subschemas have a finite instance: the least fixpoint of rules that over-approximate
+    it (an unknown keyword, reference or type never makes a schema unfinishable), so a schema
+    refused here truly has no finite instance."""
+
+    def __init__(self, root: dict[str, Any]) -> None:
+        self.root = root
+        self.paths = dict(_subschemas(root))
+        self.where = {id(node): _pointer(path) for path, node in self.paths.items()}
+        self.finite: set[int] = set()
+
+    def resolve(self, ref: Any) -> Any:
+        """The subschema a local `$ref` names; None when it is not a local JSON pointer."""
+        found = resolve_ref(self.root, ref)
+        return None if found is None else found[0]
+
+    def ok(self, node: Any) -> bool:
+        if node is False:
+            return False
+        return not isinstance(node, dict) or id(node) in self.finite
+
+    def blocked(self, node: dict[str, Any]) -> tuple[str, Any] | None:
+        """Why `node` has no finite instance as far as is known, and the subschema to blame next
+        (None when there is none); None when it has one."""
+        here = repr(self.where.get(id(node), "#"))
+        target = self.resolve(node.get("$ref"))
+        if target is not None and not self.ok(target):
+            return f"{here} refers to {self.where.get(id(target), '#')!r}", target
+        parts = node.get("allOf")
+        for part in parts if isinstance(parts, list) else ():
+            if not self.ok(part):
+                return f"{here} needs all of its allOf", part
+        for key in ("anyOf", "oneOf"):
+            options = node.get(key)
+            if isinstance(options, list) and options and not any(self.ok(s) for s in options):
+                return f"{here} needs one of its {key}, and none can be completed", None
+        types = node.get("type")
+        if "enum" in node or "const" in node or not isinstance(types, str | list):
+            return None
+        reasons = [
+            self.blocked_as(node, t, here) for t in ([types] if isinstance(types, str) else types)
+        ]
+        return None if not reasons or any(r is None for r in reasons) else reasons[0]
+
+    def blocked_as(self, node: dict[str, Any], kind: Any, here: str) -> tuple[str, Any] | None:
+        if kind == "object":
+            properties = node.get("properties", {})
+            for name in node.get("required", []):
+                if isinstance(properties, dict) and name in properties:
+                    sub = properties[name]
+                elif node.get("patternProperties"):
+                    continue  # a pattern may admit the name; not decided here
+                else:
+                    sub = node.get("additionalProperties", True)
+                if not self.ok(sub):
+                    return f"{here} requires property {name!r}", sub
+        if kind == "array":
+            least = node.get("minItems", 0)
+            items = node.get("items", True)
+            prefix = node.get("prefixItems", items if isinstance(items, list) else [])
+            rest = node.get("additionalItems", True) if isinstance(items, list) else items
+            if not isinstance(least, int) or not isinstance(prefix, list):
+                return None
+            needed = [*prefix[:least], *([rest] if least > len(prefix) else [])]
+            stuck = next((s for s in needed if not self.ok(s)), None)
+            if stuck is not None or False in needed:
+                return f"{here} needs at least {least} item{'s' * (least != 1)}", stuck
+        return None
+
+    def solve(self) -> None:
+        nodes = [node for _, node in sorted(self.paths.items(), key=lambda p: -len(p[0]))]
+        changed = True
+        while changed:  # children first, so a tree settles in one pass; cycles take more
+            changed = False
+            for node in nodes:
+                if id(node) not in self.finite and self.blocked(node) is None:
+                    self.finite.add(id(node))
+                    changed = True
+
+    def explain(self, node: Any) -> str:
+        """The chain of reasons from `node`, until it comes back to a subschema already named."""
+        reasons: list[str] = []
+        seen: set[int] = set()
+        while isinstance(node, dict) and id(node) not in seen:
+            seen.add(id(node))
+            found = self.blocked(node)
+            if found is None:
+                break
+            reasons.append(found[0])
+            node = found[1]
+        return ", and ".join(reasons)
+
+
+def check_schema(schema: Any, limits: GrammarLimits) -> None:
+    """Refuse, with GrammarError, what the engine cannot take from a JSON schema."""
+    _json_depth(schema)
+    for path, node in _subschemas(schema):
+        for key in ("minItems", "maxItems"):
+            count = node.get(key)
+            if isinstance(count, int) and count > limits.max_repeat:
+                raise GrammarError(
+                    f"{key} {count} at {_pointer(path)!r}: the engine builds one grammar node per "
+                    f"item; at most GrammarLimits.max_repeat ({limits.max_repeat})"
+                )
+    if isinstance(schema, dict):
+        graph = _SchemaGraph(schema)
+        graph.solve()
+        if id(schema) not in graph.finite:
+            raise GrammarError(
+                "the JSON schema can never be completed (it has no finite instance): "
+                + graph.explain(schema)
+            )

@@ -1,0 +1,60 @@
+"""What a grammar may cost: GrammarLimits, and the size checked before anything else is read.
+
+llguidance cannot be trusted with every input. It compiles Lark rules recursively (a chain of 3,000
+rules overflowed the stack: SIGSEGV), builds one grammar node per array item of a JSON schema
+(`minItems: 10**9`: abort on an 8 GiB allocation), and reads JSON at most 128 levels deep. None of
+these is an exception Python can catch, so the inputs are measured first (grammars/lark/checks.py,
+grammars/json_schema/checks.py), against `GrammarLimits`, and anything past a limit is a
+GrammarError that names the limit to raise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from grammars.errors import GrammarError
+
+__all__ = ["SCHEMA_MAX_DEPTH", "GrammarLimits", "check_size"]
+
+# llguidance reads the grammar's JSON with serde_json, which stops at 128 levels; the request that
+# wraps a schema takes 4 of them. Not a GrammarLimits field: the engine fails past it anyway.
+SCHEMA_MAX_DEPTH = 124
+
+
+@dataclass(frozen=True)
+class GrammarLimits:
+    """What one grammar may cost. Past a limit, building the grammar raises GrammarError (checking a
+    text, TextError), with the field to raise in the message; nothing kills the process.
+
+    max_source_bytes: the grammar as given (Lark text, regex, or the schema as JSON), in UTF-8
+        bytes. Compiling costs more than linearly in the number of distinct literals (60,000 of
+        them: about 12 s), so this also bounds the time spent compiling.
+    max_depth: how deep the rules and terminals of a Lark grammar nest (the longest chain of
+        references from `start`; rules that refer to each other count as deep as their group is
+        large). The engine compiles them recursively with about 3 KB of stack a level, on a thread
+        with a 64 MiB stack: about 20,000 levels fit.
+    max_repeat: the largest minItems or maxItems of a JSON schema. The engine builds one node per
+        item, about 100 bytes each (10**7 items: 0.9 GB).
+    row_items: the work budget of a check: the Earley items that one position of the text may
+        hold, beyond the length of the grammar as the engine reads it (a grammar's items per
+        position grow with its alternatives: a schema of 600 optional properties needs 2,407).
+        Measured on valid texts: JSON and CSV need 12 to 15 (1 MB documents included), the
+        shipped SQL grammar at most 178 on its corpora, each far below its budget. An ambiguous
+        or right-recursive grammar needs more with every byte, and its work per byte grows with
+        that (cubically: 1 KB of `1+1+...` under `e: e "+" e | ...` took 6 s, 3 KB over two
+        minutes; `x: "a" x | "a"` over 4,000 bytes, 23 s). Past the budget a check stops with
+        TextError instead (that grammar: at character 353, in half a second).
+    """
+
+    max_source_bytes: int = 1 << 20
+    max_depth: int = 5_000
+    max_repeat: int = 100_000
+    row_items: int = 128
+
+
+def check_size(what: str, size: int, limits: GrammarLimits) -> None:
+    if size > limits.max_source_bytes:
+        raise GrammarError(
+            f"{what} is {size:,} bytes; at most GrammarLimits.max_source_bytes "
+            f"({limits.max_source_bytes:,})"
+        )
