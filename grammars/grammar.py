@@ -23,7 +23,7 @@ from grammars.checker import Checker, PrefixCheck, as_text, check
 from grammars.engine import Matchers, byte_tokenizer
 from grammars.errors import GrammarError, TextError
 from grammars.json_schema.build import Validator, loosen
-from grammars.json_schema.checks import check_schema
+from grammars.json_schema.checks import read_schema
 from grammars.json_schema.relax import Relaxation, one_of_places, relax
 from grammars.lark.checks import check_lark
 from grammars.lark.source import translate
@@ -210,27 +210,7 @@ class Grammar:
         """A JSON schema, as a dict (or a boolean schema), a JSON string, or a pydantic model
         class."""
         limits = limits or GrammarLimits()
-        if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
-            schema = schema.model_json_schema()
-        if isinstance(schema, str):
-            check_size("the JSON schema", len(schema.encode("utf-8", "surrogatepass")), limits)
-            try:
-                schema = json.loads(schema)
-            except json.JSONDecodeError as exc:
-                raise GrammarError(
-                    f"JSON schema is not valid JSON: {exc.msg}", line=exc.lineno, column=exc.colno
-                ) from exc
-            except RecursionError:
-                raise GrammarError("the JSON schema is nested too deeply to read") from None
-        if schema is True:  # JSON Schema's boolean schemas: `true` takes any document
-            schema = {}
-        elif schema is False:
-            raise GrammarError("the JSON schema `false` has no instance: no document is valid")
-        if not isinstance(schema, dict):
-            raise GrammarError(
-                f"a JSON schema must be an object or a boolean, not {type(schema).__name__}"
-            )
-        check_schema(schema, limits)
+        schema = read_schema(schema, limits)
         # Key order is kept: the engine takes an object's properties in the order they are listed.
         text = json.dumps(schema)
         check_size("the JSON schema", len(text.encode("utf-8", "surrogatepass")), limits)

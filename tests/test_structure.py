@@ -181,6 +181,9 @@ CLEARER_WHOLE: dict[str, str] = {
     "local_target.session:TargetSession": "one request's state and its invariants (the KV cache "
     "holds exactly its ids, the matcher its text); each method is a move that keeps them, and a "
     "split would hand the state to a second class",
+    "grammars.grammar:Grammar": "one constructor per kind of spec (Lark text, file, shipped name, "
+    "JSON schema, regex, guidance, coerce) and the checks on the compiled grammar; each is short, "
+    "and they share the constructor's limits and matchers",
     "backtrack.serve.guided:_stream": "its event generator shares the run's local state (the "
     "run, the model, the usage so far); apart, it would take seven parameters",
 }

@@ -10,11 +10,12 @@ finite instance is refused here.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 from grammars.errors import GrammarError
-from grammars.limits import SCHEMA_MAX_DEPTH, GrammarLimits
+from grammars.limits import SCHEMA_MAX_DEPTH, GrammarLimits, check_size
 
 __all__ = ["check_schema", "resolve_ref"]
 
@@ -199,3 +200,32 @@ def check_schema(schema: Any, limits: GrammarLimits) -> None:
                 "the JSON schema can never be completed (it has no finite instance): "
                 + graph.explain(schema)
             )
+
+
+def read_schema(
+    schema: dict[str, Any] | bool | str | type, limits: GrammarLimits
+) -> dict[str, Any]:
+    """A JSON schema as a dict, checked: from a dict, a boolean schema, a JSON string or a
+    pydantic model class. GrammarError says what is wrong with it."""
+    if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
+        schema = schema.model_json_schema()
+    if isinstance(schema, str):
+        check_size("the JSON schema", len(schema.encode("utf-8", "surrogatepass")), limits)
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError as exc:
+            raise GrammarError(
+                f"JSON schema is not valid JSON: {exc.msg}", line=exc.lineno, column=exc.colno
+            ) from exc
+        except RecursionError:
+            raise GrammarError("the JSON schema is nested too deeply to read") from None
+    if schema is True:  # JSON Schema's boolean schemas: `true` takes any document
+        schema = {}
+    elif schema is False:
+        raise GrammarError("the JSON schema `false` has no instance: no document is valid")
+    if not isinstance(schema, dict):
+        raise GrammarError(
+            f"a JSON schema must be an object or a boolean, not {type(schema).__name__}"
+        )
+    check_schema(schema, limits)
+    return schema
