@@ -88,6 +88,22 @@ def prose(text: str) -> bool:
 _MARKDOWN = "*_>#-\"'"
 
 
+def sentence(line: str) -> bool:
+    """Whether `line` reads as a sentence of prose: it starts with a letter, and of its words
+    (three or more) all but one, and at least three in four, are plain words: letters (an
+    apostrophe or a hyphen inside), maybe in brackets or quotes, maybe with a comma, a stop, a
+    colon or a mark after. A record or a statement (`3,New York,Big Apple`, `created = 2024-03-18
+    UTC`, `forward 100`) is not one."""
+    words = line.split()
+    if len(words) < 3 or not words[0][:1].isalpha():
+        return False
+    plain = sum(1 for word in words if _PLAIN_WORD.fullmatch(word))
+    return plain >= len(words) - 1 and 4 * plain >= 3 * len(words)
+
+
+_PLAIN_WORD = re.compile(r"[(\"'“‘]?[^\W\d_]+(?:['’-][^\W\d_]+)*[)\"'”’]?[.,;:!?…]*")
+
+
 def states_value(rest: str) -> bool:
     """Whether `rest` gives the value of what came before (` = 10` after `3 * 2 + 4`, `=> 7`):
     the answer's result, commentary where the grammar takes no `=` there."""

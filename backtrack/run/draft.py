@@ -21,7 +21,13 @@ from backtrack.run.answer_start import AnswerStart, preamble
 from backtrack.run.fence import ClosingFence
 from backtrack.run.output import REPAIR_LIMITS
 from backtrack.run.reasoning import ReasoningBlock
-from backtrack.run.trailing import READ_ON_LIMITS, answer_ended, is_trailing, reads_on
+from backtrack.run.trailing import (
+    READ_ON_LIMITS,
+    answer_ended,
+    is_trailing,
+    prose_lines_after,
+    reads_on,
+)
 from backtrack.trace.record import Repair
 
 if TYPE_CHECKING:
@@ -274,6 +280,14 @@ class DraftReader:
         self.read_ahead = None
         window = rest[: self.options.repair_window]
         checker = self.output.checker
+        start = prose_lines_after(self.output, rest, final=final)
+        if start is not None:  # commentary after the answer: the draft ends where it starts
+            text = self.output.text
+            self.output.log.retract(len(text) - start, shown=False)
+            checker.rollback(start)
+            self.accepted -= len(text) - start
+            self._end_at_cut(text[start:] + rest)
+            return False
         edit = None
         # A complete text with what reads as commentary after it: more document only where one
         # edit lets everything read after it parse, and a good stretch of it.

@@ -30,7 +30,7 @@ from backtrack.run.draft import DraftReader
 from backtrack.run.options import GuideOptions
 from backtrack.run.output import REPAIR_LIMITS, Output
 from backtrack.run.schema import policy_for
-from backtrack.run.trailing import HandBack, drop_final_blanks, is_trailing
+from backtrack.run.trailing import HandBack, drop_final_blanks, is_trailing, open_line_after_answer
 from backtrack.trace.record import Origin, Round, RoundEnd, RoundKind, Span, StopReason, Trace
 from backtrack.trace.result import GuideResult
 from local_target.errors import TargetError
@@ -114,11 +114,13 @@ class GuideLoop:
         """How many characters of `text` are final: no later step changes them (never fewer than
         an earlier call said). A repair takes back at most `REPAIR_LIMITS.max_back` characters
         and none before the last edit's end; a complete text's trailing blanks may go with
-        dropped trailing text, so a final part never ends in a blank run it could be part of.
+        dropped trailing text, so a final part never ends in a blank run it could be part of,
+        nor takes in a line after a complete text before the line ends (it may be commentary).
         Under a JSON schema, less may be final before the run ends (`schema.final_limit`)."""
         output = self.output
         text, edit_end = output.text, output.edit_end
         final = max(edit_end, len(text) - REPAIR_LIMITS.max_back)
+        final = min(final, open_line_after_answer(output) or final)
         while final > edit_end and text[final - 1].isspace():
             final -= 1
         final = min(final, self.schema.final_limit(output))

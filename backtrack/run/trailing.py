@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from backtrack.run.answer_start import prose, states_value
+from backtrack.run.answer_start import prose, sentence, states_value
 from backtrack.run.output import REPAIR_LIMITS
 
 if TYPE_CHECKING:
@@ -70,13 +70,60 @@ def is_trailing(checker: Checker, rest: str) -> bool:
 
 def reads_on(edit: Edit, window: str) -> bool:
     """Whether, after `edit`, what looked like commentary after a complete text is more document:
-    everything read after the edit parses, a good stretch of it or on into another line, and its
-    first line is no sentence (which CSV, say, would take as a record)."""
+    what was read after the edit parses to the end of its first line (all of it, if it has no
+    line end), a good stretch of it or on into another line, and that line is no sentence (which
+    CSV, say, would take as a record). The next line may hold the next slip: a document written
+    in another notation slips on every line (`1.` for `-` in a markdown list)."""
     after = window[edit.skip :]
     line = next((ln for ln in after.splitlines() if ln.strip()), "")
-    sentence = prose(line) and len(line.split()) >= 3
-    stretch = edit.fits >= _READS_ON or _ANOTHER_LINE.search(after) is not None
-    return edit.fits == len(after) and stretch and not sentence
+    line_end = after.find("\n", after.find(line) + len(line)) + 1 if line else 0
+    fits_line = edit.fits >= (line_end or len(after))
+    stretch = edit.fits >= _READS_ON or _ANOTHER_LINE.search(after[: edit.fits]) is not None
+    return fits_line and stretch and not sentence(line)
+
+
+def open_line_after_answer(output: Output) -> int | None:
+    """Where the text's last line starts, when that line is not ended yet and the text is
+    complete before it: the line may still turn out to be commentary after the answer
+    (`prose_lines_after`), so nothing of it is final yet. None otherwise."""
+    text, checker = output.text, output.checker
+    start = text.rfind("\n") + 1
+    if start == 0 or start == len(text):
+        return None
+    checker.rollback(start)
+    complete = checker.complete
+    checker.feed(text[start:])
+    return start if complete else None
+
+
+def prose_lines_after(output: Output, rest: str, *, final: bool) -> int | None:
+    """Where the text is complete at the start of the cut's line, and that line and every line
+    after it read so far are sentences (two of them, or all of the reply's rest): the line's
+    start (or the end of the text before it, blanks apart), from where it and the rest are
+    commentary after the answer (`This INI file does what you asked.`, which an INI grammar
+    reads as a key and a value after one edit). None otherwise; also where the line starts as
+    an earlier line of the document does (`SELECT`)."""
+    text, checker = output.text, output.checker
+    start = text.rfind("\n") + 1
+    if start == 0:
+        return None
+    lines = [ln for ln in (text[start:] + rest).splitlines() if ln.strip()]
+    if not lines or not all(sentence(ln) for ln in lines) or not (final or len(lines) >= 2):
+        return None
+    first = lines[0].split()[0]
+    if any(ln.split()[:1] == [first] for ln in text[:start].splitlines()):
+        return None
+    # The text is complete at the line's start, or before the blanks that end it (a grammar
+    # that takes no blank line at the end of its text).
+    for end in dict.fromkeys((start, len(text[:start].rstrip()))):
+        if end < max(output.edit_end, output.promised):
+            continue
+        checker.rollback(end)
+        complete = checker.complete
+        checker.feed(text[end:])
+        if complete:
+            return end
+    return None
 
 
 def drop_final_blanks(output: Output) -> None:
