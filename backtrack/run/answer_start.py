@@ -101,6 +101,26 @@ def sentence(line: str) -> bool:
     return plain >= len(words) - 1 and 4 * plain >= 3 * len(words)
 
 
+def past_sentences(grammar: Grammar, text: str, start: int) -> int:
+    """Where the answer starts when the lines from `start` open with sentences the grammar
+    happens to take (symbols in an S-expression, keys in INI): the first line after them that
+    is no sentence, where the text from there fits as far as it has come. `start` otherwise, and
+    where the text is all sentences (a grammar of prose)."""
+    at = start
+    sentences = 0
+    while (end := text.find("\n", at)) >= 0:
+        line = text[at:end]
+        if line.strip() and not sentence(line):
+            break
+        sentences += bool(line.strip())
+        at = end + 1
+    else:
+        return start
+    if not sentences or grammar.checker().feed(text[at:]) < len(text) - at:
+        return start
+    return at
+
+
 _PLAIN_WORD = re.compile(r"[(\"'“‘]?[^\W\d_]+(?:['’-][^\W\d_]+)*[)\"'”’]?[.,;:!?…]*")
 
 
@@ -235,7 +255,7 @@ class AnswerStart:
             if run.start == 0 and (run.newline or (run.alive and self._sure(final))):
                 return 0
             to_end = run.alive and final and beyond >= SHORT_RUN and beyond == run.checker.chars
-            if beyond >= LONG_RUN or to_end:
+            if (beyond >= LONG_RUN and not self._in_sentence(run, final)) or to_end:
                 return run.start
             reach = max(reach, run.end)
         self._discard_dead()
@@ -254,11 +274,21 @@ class AnswerStart:
             if self._whole is None or key > self._whole:
                 self._whole = key
 
+    def _in_sentence(self, run: _Run, final: bool) -> bool:
+        """Whether `run`'s valid text, on one line that has not ended, reads as a sentence so far:
+        it is decided on once it crosses the line's end (a sentence fails before) or the reply
+        is over."""
+        return not (final or run.newline) and sentence(self.text[run.start : run.end])
+
     def _sure(self, final: bool) -> bool:
-        """Whether a valid start at offset 0 is the answer's: the reply is over, it is long, or
-        it does not read as prose (a streamed "Here" is a CSV record so far, and prose may
-        follow that ends the run)."""
-        return final or self.length >= LONG_RUN or not prose(self.text)
+        """Whether a valid start at offset 0 is the answer's: the reply is over, it does not
+        read as prose (a streamed "Here" is a CSV record so far, and prose may follow that ends
+        the run), or it is long and its first line no sentence (a grammar that takes words may
+        take much of one: `An association list for Ada` is five symbols)."""
+        text = self.text
+        if final or not prose(text):
+            return True
+        return self.length >= LONG_RUN and not sentence(text.split("\n", 1)[0])
 
     def _discard_dead(self) -> None:
         """Dead runs never qualify later (their reach only grows for later ones): keep only where

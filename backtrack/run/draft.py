@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from backtrack.repair.candidates import Edit
 from backtrack.repair.search import Prefer, search
-from backtrack.run.answer_start import AnswerStart, preamble
+from backtrack.run.answer_start import AnswerStart, past_sentences, preamble
 from backtrack.run.fence import ClosingFence
 from backtrack.run.output import REPAIR_LIMITS
 from backtrack.run.reasoning import ReasoningBlock
@@ -201,9 +201,10 @@ class DraftReader:
             start = 0  # no answer found: treat the draft as an ordinary (cut) draft
         self.seeker = None
         received = seeker.text
+        found, start = start, past_sentences(self.grammar, received, start)
         if start and not preamble(received[:start]) and self._repairable(received[:start]):
             start = 0  # a slip early in the answer, for the repairs, not a preamble to drop
-        elif start and seeker.inside and self._repairable(received):
+        elif start == found and start and seeker.inside and self._repairable(received):
             start = 0  # the reply is the answer with a slip, not a sentence around one
         while start and received[start : start + 1].isspace():
             start += 1  # the blanks between a preamble and its answer go with the preamble
