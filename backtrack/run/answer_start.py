@@ -102,11 +102,12 @@ def sentence(line: str) -> bool:
 
 
 def past_sentences(grammar: Grammar, text: str, start: int) -> int:
-    """Where the answer starts when the lines from `start` open with sentences the grammar
-    happens to take (symbols in an S-expression, keys in INI): the first line after them that
-    is no sentence, where the text from there fits as far as it has come. `start` otherwise, and
-    where the text is all sentences (a grammar of prose)."""
-    at = start
+    """Where the answer starts when the lines from `start`'s own (all of it, `start` may be
+    inside it) open with sentences the grammar happens to take (symbols in an S-expression, keys
+    in INI): the first line after them that is no sentence, where the text from there fits as
+    far as it has come. `start` otherwise, and where the text is all sentences (a grammar of
+    prose)."""
+    at = text.rfind("\n", 0, start) + 1
     sentences = 0
     while (end := text.find("\n", at)) >= 0:
         line = text[at:end]
@@ -114,11 +115,10 @@ def past_sentences(grammar: Grammar, text: str, start: int) -> int:
             break
         sentences += bool(line.strip())
         at = end + 1
-    else:
+    rest = text[at:]
+    if not sentences or not rest.strip() or sentence(rest.split("\n", 1)[0]):
         return start
-    if not sentences or grammar.checker().feed(text[at:]) < len(text) - at:
-        return start
-    return at
+    return at if grammar.checker().feed(rest) == len(rest) else start
 
 
 _PLAIN_WORD = re.compile(r"[(\"'“‘]?[^\W\d_]+(?:['’-][^\W\d_]+)*[)\"'”’]?[.,;:!?…]*")
@@ -275,10 +275,13 @@ class AnswerStart:
                 self._whole = key
 
     def _in_sentence(self, run: _Run, final: bool) -> bool:
-        """Whether `run`'s valid text, on one line that has not ended, reads as a sentence so far:
-        it is decided on once it crosses the line's end (a sentence fails before) or the reply
-        is over."""
-        return not (final or run.newline) and sentence(self.text[run.start : run.end])
+        """Whether `run`'s valid text, on a line that has not ended, is in what reads as a
+        sentence so far (the line from its start): it is decided on once it crosses the line's
+        end (a sentence fails before) or the reply is over."""
+        if final or run.newline:
+            return False
+        text = self.text
+        return sentence(text[text.rfind("\n", 0, run.start) + 1 : run.end])
 
     def _sure(self, final: bool) -> bool:
         """Whether a valid start at offset 0 is the answer's: the reply is over, it does not

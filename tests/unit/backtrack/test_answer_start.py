@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from backtrack.run.answer_start import MAX_LIVE, SLICE, AnswerStart
+from backtrack.run.answer_start import MAX_LIVE, SLICE, AnswerStart, sentence
 from grammars import Grammar
 from grammars.checker import Checker
 
@@ -168,3 +168,23 @@ def test_nothing_past_the_limit_is_checked(monkeypatch: pytest.MonkeyPatch) -> N
     assert seeker.seek(prose) is None
     assert seeker.length == len(prose)
     assert counted.chars <= (MAX_LIVE + SLICE) * (2000 + SLICE)
+
+
+@pytest.mark.parametrize(
+    ("line", "is_sentence"),
+    [
+        ("This INI file does exactly what you asked; I've kept it short.", True),
+        ("Let me know if you'd like any changes!", True),
+        ("An association list for Ada: name, born 1815 (dotted pairs), and more.", True),
+        ("Here is the list:", True),
+        ("born 1815", False),  # two words: too few to tell
+        ('5,"Eve" de la Cruz,Oslo', False),  # a CSV record
+        ("3,New York,Big Apple", False),
+        ("created = 2024-03-18T09:30:00 UTC", False),  # a TOML line
+        ("forward 100 right 90", False),  # a statement
+        ("repeat 4 {", False),
+        ("- [Docs](https://x.io/) to read", False),  # a markdown item starts with a mark
+    ],
+)
+def test_a_sentence_is_mostly_plain_words(line: str, is_sentence: bool) -> None:
+    assert sentence(line) is is_sentence

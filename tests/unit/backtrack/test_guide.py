@@ -39,6 +39,7 @@ from backtrack import (
     guide,
 )
 from backtrack.trace.record import OUTPUT_ORIGINS, TARGET_ORIGINS, StopReason
+from benchmarks.corpora.unseen import load_unseen_grammar
 from local_target import LocalTarget
 from tests.support.scripted import Failure, ScriptedAPI, ScriptedTarget
 
@@ -586,6 +587,53 @@ def test_a_slip_after_a_complete_line_keeps_the_rest_of_the_document(gname: str,
     lines, kept = draft.splitlines(), result.text.splitlines()
     assert len(kept) == len(lines)  # every line is there, all but the slipped one as written
     assert [a == b for a, b in zip(lines, kept, strict=True)] == [ln != slipped for ln in lines]
+
+
+# Sentences around a document in a grammar that takes words (INI keys and values, S-expression
+# symbols): one edit would make them document; they are commentary, and dropped as such.
+PROSE_AROUND = {
+    "ini-after": (
+        "ini",
+        "[tox]\nenvlist = py27, py34\n\n[testenv]\ndeps = pytest\n",
+        "This INI file does exactly what you asked; I've kept it short.\n",
+        "trailing",
+    ),
+    "sexp-after": (
+        "sexp",
+        "((milk juice) (honey marmalade))\n",
+        "Let me know if you'd like any changes!",
+        "trailing",
+    ),
+    "sexp-before": (
+        "sexp",
+        '((name . "Ada Lovelace")\n (born . 1815))\n',
+        "An association list for Ada Lovelace: name, born 1815 (dotted pairs), and more.\n",
+        "preamble",
+    ),
+}
+
+
+@pytest.mark.parametrize("chunk", [0, 1, 3])
+@pytest.mark.parametrize("case", list(PROSE_AROUND))
+def test_sentences_the_grammar_would_take_around_a_document_are_dropped(case: str, chunk: int):
+    gname, doc, prose, reason = PROSE_AROUND[case]
+    draft = prose + doc if reason == "preamble" else doc + prose
+    api = ScriptedAPI("", drafts=[draft], chunk=chunk)
+    result = run(api, load_unseen_grammar(gname), ScriptedTarget(), stream=chunk > 0)
+    assert (result.text, result.valid, result.api_calls, result.corrections) == (doc, True, 1, 0)
+    assert [(d.reason, d.text) for d in result.drops] == [(reason, prose)]
+
+
+@pytest.mark.parametrize("chunk", [0, 1, 3])
+def test_a_document_in_another_notation_is_repaired_on_every_line(chunk: int) -> None:
+    """A numbered list where the grammar takes `-` items: every line slips where the one before
+    was complete, and each is read on after its edit, not dropped as trailing text."""
+    items = ["[Docs](https://x.io/)", "[IDE](https://y.io/ide) to try it", "[Chat](https://z.im/)"]
+    draft = "".join(f"{i}. {item}\n" for i, item in enumerate(items, 1))
+    api = ScriptedAPI("", drafts=[draft], chunk=chunk)
+    result = run(api, load_unseen_grammar("mdlist"), ScriptedTarget(), stream=chunk > 0)
+    assert result.text == "".join(f"- {item}\n" for item in items)
+    assert (result.api_calls, result.repairs, result.drops) == (1, 3, ())
 
 
 @pytest.mark.parametrize("chunk", [0, 1, 3])
