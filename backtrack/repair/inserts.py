@@ -86,6 +86,10 @@ def inserts(
         # `]` the draft forgot before `, "size"`.
         if deleted.strip():
             inserts += [(mark + deleted, 0) for mark in marks if mark in CLOSERS]
+    elif rest[:1] in ("\r", "\n"):
+        # Free text cut at a line's end, which it refuses: its closing bracket or quote was left
+        # out (`[flake8` for `[flake8]`, an INI section's name).
+        inserts += [(mark, None) for mark in CLOSERS + "\"'" if ord(mark) in following]
     if len(deleted) > 1:  # one character deleted further back: the comma in "a, FROM"
         inserts.append((deleted[1:], None))
     word = word_at(rest)

@@ -625,6 +625,17 @@ def test_sentences_the_grammar_would_take_around_a_document_are_dropped(case: st
 
 
 @pytest.mark.parametrize("chunk", [0, 1, 3])
+def test_a_bracket_left_out_before_a_line_end_closes_free_text(chunk: int) -> None:
+    """An INI section's name takes any character but `]` and a line end: at the line end its
+    `]` is inserted, not the next lines written into the name by the local model (a
+    ScriptedTarget that fails if asked)."""
+    doc = "[tox]\nenvlist = py35\n\n[flake8]\nignore =\n    E126 E131\nmax-line-length = 160\n"
+    api = ScriptedAPI("", drafts=[doc.replace("[flake8]", "[flake8")], chunk=chunk)
+    result = run(api, load_unseen_grammar("ini"), ScriptedTarget(), stream=chunk > 0)
+    assert (result.text, result.api_calls, result.repairs, result.corrections) == (doc, 1, 1, 0)
+
+
+@pytest.mark.parametrize("chunk", [0, 1, 3])
 def test_a_document_in_another_notation_is_repaired_on_every_line(chunk: int) -> None:
     """A numbered list where the grammar takes `-` items: every line slips where the one before
     was complete, and each is read on after its edit, not dropped as trailing text."""
