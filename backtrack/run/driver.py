@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from typing import TypeAlias
 
 from backtrack.local_drafter import SessionDrafter
-from backtrack.run.loop import GuideLoop, TargetCall
+from backtrack.run.correction_round import TargetCall
+from backtrack.run.loop import GuideLoop
 from backtrack.run.options import GuideOptions
 from backtrack.trace.result import GuideResult, TextLostError
 from grammars import Grammar, GrammarLike, TextError

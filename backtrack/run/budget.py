@@ -1,0 +1,47 @@
+"""What a guided run may still spend (backtrack.run.loop): its rounds, its corrections, its time
+(GuideOptions' max_rounds, max_corrections, max_seconds), and one continuation of a reply that
+stopped short. Once drafts are spent, the target completes the text.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from backtrack.run.options import GuideOptions
+    from backtrack.trace.record import Round
+
+
+class Budget:
+    def __init__(self, options: GuideOptions) -> None:
+        self.options = options
+        self.started = time.perf_counter()
+        self._short_reply_continued = False  # a reply that stopped short was continued by the API
+
+    def out_of_time(self) -> bool:
+        """The run has used its `max_seconds`: no more API text, the target completes."""
+        limit = self.options.max_seconds
+        return limit is not None and time.perf_counter() - self.started >= limit
+
+    def drafts_spent(self, rounds: Sequence[Round]) -> bool:
+        """No more drafts: the run has had its `max_rounds` or used its time."""
+        return len(rounds) >= self.options.max_rounds or self.out_of_time()
+
+    def target_completes(self, rounds: Sequence[Round]) -> bool:
+        """The target's next call is the last: the corrections or the drafts are spent."""
+        corrections = sum(1 for r in rounds if r.kind != "draft")
+        return corrections >= self.options.max_corrections or self.drafts_spent(rounds)
+
+    def may_go_on(self, finish_reason: str) -> bool:
+        """A reply that stopped before the text is complete (truncated, or a closing bracket
+        forgotten) is continued by the API, which knows better than the local model what it
+        meant; once a run: after that, a reply that stops short is corrected (an API that keeps
+        stopping short would otherwise cost a call more for every correction)."""
+        return finish_reason == "stop" and not self._short_reply_continued
+
+    def went_on(self, finish_reason: str) -> None:
+        """The API continues a reply that ended for `finish_reason`."""
+        self._short_reply_continued = self._short_reply_continued or finish_reason == "stop"

@@ -1,0 +1,116 @@
+"""One correction round of a guided run (backtrack.run.loop): the local target continues the
+committed text, up to its next terminal or, once the run's budget is spent, to a complete text;
+what it wrote is committed, then what of the last cut draft's rest fits after it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from backtrack.trace.record import Origin, Round, RoundKind
+from local_target.errors import TargetError
+from providers.errors import redact
+
+if TYPE_CHECKING:
+    from backtrack.run.options import GuideOptions
+    from backtrack.run.output import Output
+    from backtrack.run.trailing import HandBack
+    from grammars.grammar import Grammar
+    from local_target import Correction
+    from local_target.decoding import Until
+
+logger = logging.getLogger(__name__)
+
+_TOKEN_ORIGIN: dict[str, Origin] = {
+    "healed": "healed",
+    "forced": "forced",
+    "sampled": "correction",
+    "masked": "correction",
+    "closing": "correction",
+}
+
+
+@dataclass(frozen=True)
+class TargetCall:
+    """What the local target is asked: continue `text` until `until`, in at most `max_tokens`."""
+
+    text: str
+    until: Until
+    max_tokens: int
+    grammar: Grammar
+    hint: str = ""  # what the API wrote after the cut: proposals the target verifies, if it agrees
+
+
+class CorrectionRound:
+    """The correction round under way, the run's `index`-th round: a completion when it
+    `completes` the text (the run's budget is spent), else a correction up to the next terminal,
+    after which the last cut draft's rest (`hand_back`, shared with the loop) is reused."""
+
+    def __init__(self, output: Output, hand_back: HandBack, *, completes: bool, index: int) -> None:
+        self.output = output
+        self.hand_back = hand_back
+        self.completes = completes
+        self.kind: RoundKind = "completion" if completes else "correction"
+        self.index = index
+
+    def call(self, grammar: Grammar, options: GuideOptions) -> TargetCall:
+        until: Until = "complete" if self.completes else "terminal"
+        budget = options.completion_tokens if self.completes else options.correction_tokens
+        return TargetCall(self.output.text, until, budget, grammar, self.hand_back.rest)
+
+    def apply(self, correction: Correction, min_reuse_chars: int) -> tuple[Round, str]:
+        """Commit the target's correction: up to where the draft's rest goes on after it (all of
+        it when the target completes), then what of that rest fits, at least `min_reuse_chars`
+        of it (`trailing.HandBack`). The round's record, and the rest reused."""
+        self._check(correction)
+        keep = len(correction.text)
+        if not self.completes:
+            keep = self.hand_back.kept(self.output.checker, correction.text)
+        self._commit(correction, keep)
+        reused = self.hand_back.reuse(self.output, min_reuse_chars)
+        logger.debug(
+            "%s round %d: %d characters in %d local tokens (%s), %d characters of the draft reused",
+            self.kind,
+            self.index,
+            len(correction.text),
+            len(correction.tokens),
+            correction.stop_reason,
+            len(reused),
+        )
+        record = Round(
+            index=self.index,
+            kind=self.kind,
+            ended="target_stopped",
+            seconds=correction.seconds,
+            accepted_chars=len(reused),
+            local_tokens=len(correction.tokens),
+            target_stop=correction.stop_reason,
+        )
+        return record, reused
+
+    def failed(self, error: TargetError) -> Round:
+        """The record of a round whose target failed for good."""
+        return Round(
+            index=self.index, kind=self.kind, ended="error", seconds=0.0, error=redact(str(error))
+        )
+
+    def _check(self, correction: Correction) -> None:
+        """The correction must fit the committed text (the draft's cut is cleared first)."""
+        checker = self.output.checker
+        start = checker.chars
+        checker.rollback(start)  # clears the draft's cut; nothing is removed
+        taken = checker.fits(correction.text)
+        if taken != len(correction.text):
+            raise TargetError(
+                f"the target wrote text the grammar refuses at character {start + taken}"
+            )
+
+    def _commit(self, correction: Correction, keep: int) -> None:
+        """Commit the correction's first `keep` characters, each token's in its origin's span."""
+        self.output.checker.feed(correction.text[:keep])
+        at = 0
+        for flag, piece in correction.runs:
+            self.output.add(piece[: max(0, keep - at)], _TOKEN_ORIGIN[flag])
+            at += len(piece)
