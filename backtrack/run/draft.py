@@ -15,7 +15,6 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from backtrack.repair.candidates import Edit
 from backtrack.repair.search import Prefer, search
 from backtrack.run.answer_start import AnswerStart, past_sentences, preamble
 from backtrack.run.fence import ClosingFence
@@ -202,9 +201,18 @@ class DraftReader:
         self.seeker = None
         received = seeker.text
         found, start = start, past_sentences(self.grammar, received, start)
-        if start and not preamble(received[:start]) and self._repairable(received[:start]):
+        if (
+            start
+            and not preamble(received[:start])
+            and repairable(self.grammar, received[:start], self.options.repair_window)
+        ):
             start = 0  # a slip early in the answer, for the repairs, not a preamble to drop
-        elif start == found and start and seeker.inside and self._repairable(received):
+        elif (
+            start == found
+            and start
+            and seeker.inside
+            and repairable(self.grammar, received, self.options.repair_window)
+        ):
             start = 0  # the reply is the answer with a slip, not a sentence around one
         while start and received[start : start + 1].isspace():
             start += 1  # the blanks between a preamble and its answer go with the preamble
@@ -212,16 +220,6 @@ class DraftReader:
         if self.fence is None:
             self.fence = ClosingFence.after_preamble(received[:start])
         return self._receive(received[start:]) if received[start:] else True
-
-    def _repairable(self, text: str) -> bool:
-        """Whether `text`, from the reply's start, fits the grammar or has a repair at its first
-        cut (a slip early in the answer: `x = 1; y = 2; `, `; a comment`)."""
-        checker = self.grammar.checker()
-        taken = checker.feed(text)
-        if taken == len(text):
-            return True
-        window = text[taken : taken + self.options.repair_window]
-        return search(checker, window, final=False, floor=0, limits=REPAIR_LIMITS) is not None
 
     def _take(self, chunk: str) -> bool:
         """Check the answer's next piece: commit what fits; at a cut, read on for a repair where
@@ -308,33 +306,18 @@ class DraftReader:
         if edit is None:
             self._end_at_cut(rest)
             return False
-        self._make(edit)
+        self.repairs.append(self.output.make(edit))
         return self._take(rest[edit.skip :])
 
-    def _make(self, edit: Edit) -> None:
-        """Make `edit`: the committed text backs off (shown as deleted), the draft's skipped text
-        is shown as skipped, the inserted text is committed as an edit."""
-        output, checker = self.output, self.output.checker
-        at = checker.chars - edit.back
-        # An insertion further back (`]` before `, "b"`) reads the backed-off text again: it is
-        # moved, not deleted.
-        reread = edit.deleted if edit.deleted and edit.insert.endswith(edit.deleted) else ""
-        output.log.retract(edit.back, shown=not reread)
-        checker.rollback(at)
-        output.add(edit.skipped, "skipped")
-        if checker.feed(edit.insert) != len(edit.insert):
-            raise RuntimeError("a repair's inserted text does not fit where it was checked")
-        inserted = edit.insert[: len(edit.insert) - len(reread)]
-        output.add(inserted, "edit")
-        output.add(reread, "draft")
-        output.edit_end = checker.chars
-        deleted = "" if reread else edit.deleted
-        self.repairs.append(Repair(at, deleted, edit.skipped, inserted, edit.fits))
-        logger.debug(
-            "repair at character %d: %d deleted, %d skipped, %d inserted; %d characters fit",
-            at,
-            len(deleted),
-            len(edit.skipped),
-            len(inserted),
-            edit.fits,
-        )
+
+def repairable(grammar: Grammar, text: str, window: int) -> bool:
+    """Whether `text`, from the reply's start, fits the grammar or has a repair at its first cut
+    within `window` characters (a slip early in the answer: `x = 1; y = 2; `, `; a comment`)."""
+    checker = grammar.checker()
+    taken = checker.feed(text)
+    if taken == len(text):
+        return True
+    return (
+        search(checker, text[taken : taken + window], final=False, floor=0, limits=REPAIR_LIMITS)
+        is not None
+    )

@@ -8,14 +8,18 @@ No step changes its first `promised` characters.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from backtrack.repair.candidates import RepairLimits
-from backtrack.trace.record import Drop, DropReason, Origin, Span
+from backtrack.trace.record import Drop, DropReason, Origin, Repair, Span
 from backtrack.trace.spans import SpanLog
 
 if TYPE_CHECKING:
+    from backtrack.repair.candidates import Edit
     from grammars.grammar import Grammar
+
+logger = logging.getLogger(__name__)
 
 # How far a repair may reach (backtrack.repair.search): the defaults, measured on the repair set.
 REPAIR_LIMITS = RepairLimits()
@@ -71,3 +75,31 @@ class Output:
         if self.checker.feed(tail) != len(tail):
             raise RuntimeError("the text after a deletion does not fit where it was")
         self.edit_end = min(self.edit_end, start)
+
+    def make(self, edit: Edit) -> Repair:
+        """Make `edit`: the committed text backs off (shown as deleted), the draft's skipped text
+        is shown as skipped, the inserted text is committed as an edit. Returns its record."""
+        checker = self.checker
+        at = checker.chars - edit.back
+        # An insertion further back (`]` before `, "b"`) reads the backed-off text again: it is
+        # moved, not deleted.
+        reread = edit.deleted if edit.deleted and edit.insert.endswith(edit.deleted) else ""
+        self.log.retract(edit.back, shown=not reread)
+        checker.rollback(at)
+        self.add(edit.skipped, "skipped")
+        if checker.feed(edit.insert) != len(edit.insert):
+            raise RuntimeError("a repair's inserted text does not fit where it was checked")
+        inserted = edit.insert[: len(edit.insert) - len(reread)]
+        self.add(inserted, "edit")
+        self.add(reread, "draft")
+        self.edit_end = checker.chars
+        deleted = "" if reread else edit.deleted
+        logger.debug(
+            "repair at character %d: %d deleted, %d skipped, %d inserted; %d characters fit",
+            at,
+            len(deleted),
+            len(edit.skipped),
+            len(inserted),
+            edit.fits,
+        )
+        return Repair(at, deleted, edit.skipped, inserted, edit.fits)
