@@ -214,8 +214,8 @@ class DraftReader:
             and repairable(self.grammar, received, self.options.repair_window)
         ):
             start = 0  # the reply is the answer with a slip, not a sentence around one
-        while start and received[start : start + 1].isspace():
-            start += 1  # the blanks between a preamble and its answer go with the preamble
+        if start:
+            start = _past_blanks(self.grammar, received, start)
         self.output.drop(received[:start], "preamble")
         if self.fence is None:
             self.fence = ClosingFence.after_preamble(received[:start])
@@ -321,3 +321,17 @@ def repairable(grammar: Grammar, text: str, window: int) -> bool:
         search(checker, text[taken : taken + window], final=False, floor=0, limits=REPAIR_LIMITS)
         is not None
     )
+
+
+def _past_blanks(grammar: Grammar, text: str, start: int) -> int:
+    """The answer's start after a preamble ending at `start`: the blanks between them go with
+    the preamble, but for the indentation of the answer's first line, where the grammar takes it
+    (an assembly program's first instruction)."""
+    end = start
+    while text[end : end + 1].isspace():
+        end += 1
+    line = text.rfind("\n", 0, end) + 1
+    indented = 0 < line < end and not text[line:end].strip()
+    if indented and grammar.checker().feed(text[line : end + 1]) == end + 1 - line:
+        return line
+    return end

@@ -129,18 +129,24 @@ def prose_lines_after(output: Output, rest: str, *, final: bool) -> int | None:
 def drop_final_blanks(output: Output) -> None:
     """Blanks that end a complete text before dropped trailing text go with the trailing text
     where the text without them is complete and they are no line's end (`1 + 2 ` before `= 3`),
-    or the grammar would take nothing but blanks after it (JSON). Elsewhere they stay: a CSV
-    record's line end, and before a closing fence too, whose block's content ends with its last
-    line's break, as CommonMark has it. Never blanks already passed on as final."""
+    or the grammar would take nothing but blanks after it (JSON). Elsewhere the last line's end
+    stays (a CSV record's; before a closing fence too, whose block's content ends with its last
+    line's break, as CommonMark has it), and blank lines after it go. Never blanks already
+    passed on as final."""
     text, checker = output.text, output.checker
     kept = len(text.rstrip())
     if kept == len(text) or kept < max(output.edit_end, output.promised):
         return
     checker.rollback(kept)
-    line_end = "\n" in text[kept:] or "\r" in text[kept:]
+    blanks = text[kept:]
+    line_end = "\n" in blanks or "\r" in blanks
     if not (checker.complete and (not line_end or checker.next_bytes() <= BLANKS_OR_END)):
-        checker.feed(text[kept:])
-        return
+        # The last line's end stays; blank lines after it go with the trailing text.
+        kept += blanks.find("\n") + 1 if "\n" in blanks else len(blanks)
+        checker.feed(text[len(text.rstrip()) : kept])
+        if not checker.complete or kept == len(text):
+            checker.feed(text[kept:])
+            return
     output.log.retract(len(text) - kept, shown=False)
     output.drop(text[kept:], "trailing")
 

@@ -625,6 +625,22 @@ def test_sentences_the_grammar_would_take_around_a_document_are_dropped(case: st
 
 
 @pytest.mark.parametrize("chunk", [0, 1, 3])
+def test_blank_lines_go_with_the_text_they_set_apart_not_the_indent(chunk: int) -> None:
+    """A blank line between a document and the sentence after it goes with the sentence (the
+    document's last line end stays); the blank lines after a preamble go with it, but for the
+    indentation of the answer's first line, which is the document's."""
+    doc = "((milk juice) (honey marmalade))\n"
+    api = ScriptedAPI("", drafts=[doc + "\nLet me know if you'd like any changes!"], chunk=chunk)
+    result = run(api, load_unseen_grammar("sexp"), ScriptedTarget(), stream=chunk > 0)
+    assert (result.text, [d.reason for d in result.drops]) == (doc, ["trailing", "trailing"])
+    program = "    LDA #$01\n    STA $20\n"
+    draft = "Certainly. Below is the 6502 assembly program.\n\n" + program
+    api = ScriptedAPI("", drafts=[draft], chunk=chunk)
+    result = run(api, load_unseen_grammar("asm6502"), ScriptedTarget(), stream=chunk > 0)
+    assert (result.text, result.repairs, result.api_calls) == (program, 0, 1)
+
+
+@pytest.mark.parametrize("chunk", [0, 1, 3])
 def test_a_bracket_left_out_before_a_line_end_closes_free_text(chunk: int) -> None:
     """An INI section's name takes any character but `]` and a line end: at the line end its
     `]` is inserted, not the next lines written into the name by the local model (a
