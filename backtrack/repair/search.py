@@ -258,7 +258,22 @@ def _trusted(checker: Checker, committed: str, c: Candidate, *, was_free: bool) 
     inside = inside or (
         not was_free and checker.in_free_text() and not is_comment(edit.insert, c.tail)
     )
-    return not inside
+    # Blanks inserted before a line's free text (`-Build` as `- Build`) open nothing themselves.
+    blanks = not edit.insert.strip()
+    return not inside or (blanks and _line_ends_it(checker, c.tail[: edit.fits]))
+
+
+def _line_ends_it(checker: Checker, fitting: str) -> bool:
+    """Whether the free text the checker is in is a line's (a list item's text, an INI value):
+    the draft's next line end, within `fitting` or (where all of it is in the free text) after
+    it, ends it, and leaves what follows it to be read as structure, not as its content. A
+    JSON string refuses a line end; an HTML element's text goes on after one."""
+    line_end = fitting.find("\n")
+    checker.feed(fitting if line_end < 0 else fitting[:line_end])
+    if not checker.in_free_text() or checker.fits("\n") != 1:
+        return False
+    checker.feed("\n")
+    return not checker.in_free_text()
 
 
 def _completes(checker: Checker, committed: str, c: Candidate) -> bool:

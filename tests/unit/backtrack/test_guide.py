@@ -652,6 +652,16 @@ def test_a_bracket_left_out_before_a_line_end_closes_free_text(chunk: int) -> No
 
 
 @pytest.mark.parametrize("chunk", [0, 1, 3])
+def test_a_blank_left_out_before_a_lines_free_text_is_inserted(chunk: int) -> None:
+    """`-Build` in a list whose items are `- ` and free text to the line's end: the blank goes
+    in (the line end closes the text), not the word `Build` out."""
+    doc = "- Handle any ambiguity\n- Build an annotated parse-tree automagically, no code needed\n"
+    api = ScriptedAPI("", drafts=[doc.replace("- Build", "-Build")], chunk=chunk)
+    result = run(api, load_unseen_grammar("mdlist"), ScriptedTarget(), stream=chunk > 0)
+    assert (result.text, result.api_calls, result.repairs) == (doc, 1, 1)
+
+
+@pytest.mark.parametrize("chunk", [0, 1, 3])
 def test_a_document_in_another_notation_is_repaired_on_every_line(chunk: int) -> None:
     """A numbered list where the grammar takes `-` items: every line slips where the one before
     was complete, and each is read on after its edit, not dropped as trailing text."""
