@@ -96,6 +96,11 @@ class Aligner:
     With `anchored=True` the reply is known to start exactly where `prefix` starts (a prefill that
     dropped the trailing whitespace `prefix`); only the longest common prefix of reply and `prefix`
     is stripped (after a fence opening, unless `strip_fence=False`).
+
+    With `echoes`, the instruction the request ended with: a first line that echoes it (five words
+    or more, four in five of them the instruction's, maybe behind comment marks: `--Do not repeat
+    any of the text already written`) is stripped first. The text the project sent never comes
+    back as the answer.
     """
 
     def __init__(
@@ -105,13 +110,18 @@ class Aligner:
         strip_fence: bool = True,
         anchored: bool = False,
         min_repeat: int = MIN_REPEAT,
+        echoes: str = "",
     ) -> None:
         self.prefix = prefix
         self.anchored = anchored
         self.min_repeat = max(min_repeat, 1)
         self.stripped = ""
+        self._echoed = frozenset(_WORD.findall(echoes.lower()))
         fence = strip_fence and not prefix.lstrip().startswith(FENCE)
-        self._state: Literal["fence", "overlap", "pass"] = "fence" if fence else "overlap"
+        self._after_echo: Literal["fence", "overlap"] = "fence" if fence else "overlap"
+        self._state: Literal["echo", "fence", "overlap", "pass"] = (
+            "echo" if echoes else self._after_echo
+        )
         self._held = ""
         # Start offsets in `prefix` of repeats still possible but not yet complete, and how many
         # characters of `_held` have been checked against them.
@@ -138,11 +148,30 @@ class Aligner:
         return self._advance(final=True)
 
     def _advance(self, final: bool) -> str:
+        if self._state == "echo" and not self._strip_echo(final):
+            return ""
         if self._state == "fence" and not self._strip_fence(final):
             return ""
         if self.anchored:
             return self._anchored_overlap(final)
         return self._overlap(final)
+
+    def _strip_echo(self, final: bool) -> bool:
+        """Strip a first line that echoes the instruction from `_held`; False while it is too
+        early to tell (a line that starts with a word and has only the instruction's words so
+        far, not longer than the instruction)."""
+        line, newline, _ = self._held.partition("\n")
+        words = _WORD.findall(line.lower())
+        if not newline and not final and _ECHO_START.match(line):
+            whole = words[:-1] if line[-1:].isalpha() else words
+            if all(w in self._echoed for w in whole) and len(line) <= _MAX_ECHO:
+                return False
+        echoed = sum(w in self._echoed for w in words)
+        if newline and len(words) >= 5 and 5 * echoed >= 4 * len(words):
+            self.stripped += line + newline
+            self._held = self._held[len(line) + 1 :]
+        self._state = self._after_echo
+        return True
 
     def _strip_fence(self, final: bool) -> bool:
         """Strip a fence opening from `_held`; False while it is too early to tell."""
@@ -209,6 +238,11 @@ class Aligner:
         if still and not final:
             return ""
         return self._release(0 if self._best is None else size - self._best)
+
+
+_WORD = re.compile(r"[a-z]+")
+_ECHO_START = re.compile(r"[\s\-#/;*>]*([A-Za-z]|$)")  # comment marks and blanks, then a word
+_MAX_ECHO = 2 * len(CONTINUE_INSTRUCTION)
 
 
 def _line_starts(text: str) -> list[tuple[int, int]]:

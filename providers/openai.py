@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from providers.align import Aligner, continued_text, instruction
+from providers.align import CONTINUE_INSTRUCTION, Aligner, continued_text, instruction
 from providers.base import Capabilities, DraftRequest, FinishReason, Message
 from providers.sdk import SDKDrafter, SDKRequest
 from providers.sdk_stream import AnyStream, finish
@@ -107,7 +107,8 @@ class OpenAIChatDrafter(_OpenAIDrafter):
         """The messages this drafter sends for `request`, and the aligner of the reply."""
         history, text = continued_text(request.prompt, request.prefix)
         if not self.prefill:
-            return instruction(request.prompt, request.prefix), Aligner(text)
+            aligner = Aligner(text, echoes=CONTINUE_INSTRUCTION)
+            return instruction(request.prompt, request.prefix), aligner
         if not text:
             return history, Aligner("")  # a fresh answer: only a fence opening to strip
         history.append({"role": "assistant", "content": text})

@@ -489,6 +489,34 @@ def test_aligner_holds_back_only_what_it_must() -> None:
     assert aligner.feed(" you") == " you"
 
 
+ECHO_CASES = [
+    # prefix, reply, output: a first line echoing the instruction goes; nothing else does
+    ("SELECT a", "--Do not repeat any of the text already written.\n FROM t;", " FROM t;"),
+    ('{"a"', "Continue your last message exactly where it stops.\n: 1}", ": 1}"),
+    ('{"a"', "# Reply with the continuation only, do not explain\n```json\n: 1}", ": 1}"),
+    ('{"a"', ": 1}", ": 1}"),
+    ("- one\n- ", "two\n- three\n", "two\n- three\n"),
+    ("The cat sat", " on the mat, and it did not repeat any word.\n", None),
+    ("x", "do it\nnow", None),  # too few words to be an echo
+]
+
+
+@pytest.mark.parametrize("size", [1, 3, 1000])
+@pytest.mark.parametrize(("prefix", "reply", "output"), ECHO_CASES)
+def test_aligner_strips_an_echo_of_the_instruction(
+    prefix: str, reply: str, output: str | None, size: int
+) -> None:
+    aligner = Aligner(prefix, echoes=CONTINUE_INSTRUCTION)
+    got = "".join(aligner.feed(chunk) for chunk in chunks_of(reply, size)) + aligner.finish()
+    assert got == (reply if output is None else output)
+    assert aligner.stripped + got == reply
+
+
+def test_a_continuation_that_starts_with_no_word_is_not_held_for_an_echo() -> None:
+    aligner = Aligner('{"a"', echoes=CONTINUE_INSTRUCTION)
+    assert aligner.feed(": 1") == ": 1"
+
+
 def test_aligner_min_repeat_sets_the_evidence_needed() -> None:
     assert aligned("ab\ncd", ["cd!"], min_repeat=2) == "!"
     assert aligned("ab\ncd", ["cd!"]) == "cd!"
