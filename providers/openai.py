@@ -107,7 +107,8 @@ class OpenAIChatDrafter(_OpenAIDrafter):
         """The messages this drafter sends for `request`, and the aligner of the reply."""
         history, text = continued_text(request.prompt, request.prefix)
         if not self.prefill:
-            aligner = Aligner(text, echoes=CONTINUE_INSTRUCTION)
+            # The instruction to continue goes only with text to continue (`instruction`).
+            aligner = Aligner(text, echoes=CONTINUE_INSTRUCTION if text else "")
             return instruction(request.prompt, request.prefix), aligner
         if not text:
             return history, Aligner("")  # a fresh answer: only a fence opening to strip
