@@ -31,9 +31,11 @@ class Budget:
         return len(rounds) >= self.options.max_rounds or self.out_of_time()
 
     def target_completes(self, rounds: Sequence[Round]) -> bool:
-        """The target's next call is the last: the corrections or the drafts are spent."""
+        """The target's next call is the last: the corrections or the drafts are spent, or the
+        API is stuck on one slip."""
         corrections = sum(1 for r in rounds if r.kind != "draft")
-        return corrections >= self.options.max_corrections or self.drafts_spent(rounds)
+        spent = corrections >= self.options.max_corrections or self.drafts_spent(rounds)
+        return spent or _stuck(rounds)
 
     def may_go_on(self, finish_reason: str) -> bool:
         """A reply that stopped before the text is complete (truncated, or a closing bracket
@@ -45,3 +47,11 @@ class Budget:
     def went_on(self, finish_reason: str) -> None:
         """The API continues a reply that ended for `finish_reason`."""
         self._short_reply_continued = self._short_reply_continued or finish_reason == "stop"
+
+
+def _stuck(rounds: Sequence[Round]) -> bool:
+    """The API's last two drafts were both cut before a character of theirs fit: after each
+    correction it goes back to the same slip, and another call would only repeat it. API calls
+    are bounded by the slips the API makes, not by how often it makes one."""
+    drafts = [r for r in rounds if r.kind == "draft"][-2:]
+    return len(drafts) == 2 and all(r.cut_at is not None and not r.accepted_chars for r in drafts)

@@ -1,0 +1,37 @@
+"""What a run may still spend (backtrack.run.budget): the target completes once the drafts or
+the corrections are spent, or once the API is stuck on one slip."""
+
+from __future__ import annotations
+
+from backtrack import GuideOptions
+from backtrack.run.budget import Budget
+from backtrack.trace.record import Round
+
+
+def draft(index: int, accepted: int, cut_at: int | None = 10) -> Round:
+    return Round(
+        index, "draft", "cut" if cut_at is not None else "complete", 0.1, accepted, 0, cut_at
+    )
+
+
+def correction(index: int) -> Round:
+    return Round(index, "correction", "complete", 0.1)
+
+
+def test_an_api_that_returns_to_the_same_slip_twice_gets_no_third_call() -> None:
+    budget = Budget(GuideOptions(max_corrections=8, max_rounds=16))
+    rounds = [draft(0, 12), correction(1), draft(2, 0)]
+    assert not budget.target_completes(rounds)  # once may be chance
+    assert budget.target_completes([*rounds, correction(3), draft(4, 0)])
+
+
+def test_a_draft_that_fits_a_character_is_progress() -> None:
+    budget = Budget(GuideOptions(max_corrections=8, max_rounds=16))
+    rounds = [draft(0, 12), correction(1), draft(2, 0), correction(3), draft(4, 1)]
+    assert not budget.target_completes(rounds)
+    assert not budget.target_completes([draft(0, 0, cut_at=None), draft(1, 0, cut_at=None)])
+
+
+def test_spent_corrections_or_rounds_end_with_the_target() -> None:
+    assert Budget(GuideOptions(max_corrections=1)).target_completes([draft(0, 5), correction(1)])
+    assert Budget(GuideOptions(max_rounds=2)).target_completes([draft(0, 5), correction(1)])
