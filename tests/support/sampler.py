@@ -16,11 +16,13 @@ the result stays UTF-8), for differential tests of the two engines on near-misse
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 import string
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import lark
@@ -51,6 +53,21 @@ def lark_source(source: str) -> str:
 def lark_parser(source: str) -> lark.Lark:
     """A lark parser configured as `Grammar.parse` configures it (Earley, dynamic lexer)."""
     return lark.Lark(lark_source(source), parser="earley", lexer="dynamic")
+
+
+@functools.cache
+def lark_file_parser(path: Path) -> lark.Lark:
+    """`lark_parser` of a grammar file, built once."""
+    return lark_parser(path.read_text(encoding="utf-8"))
+
+
+def lark_accepts(path: Path, text: str) -> bool:
+    """Whether the lark library parses `text` with the grammar file at `path`."""
+    try:
+        lark_file_parser(path).parse(text)
+    except lark.exceptions.UnexpectedInput:
+        return False
+    return True
 
 
 # -- regexes -------------------------------------------------------------------------------------

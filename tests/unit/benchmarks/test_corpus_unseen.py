@@ -13,10 +13,8 @@
 from __future__ import annotations
 
 import collections
-import functools
 import random
 
-import lark
 import pytest
 
 from benchmarks import bench_repair
@@ -34,22 +32,13 @@ from benchmarks.corpora.unseen import (
     load_unseen_grammar,
     unseen_cases,
 )
-from tests.support.sampler import alphabet_of, lark_parser, mutate
+from tests.support.sampler import alphabet_of, lark_accepts, lark_file_parser, mutate
 
 CASES = {case.name: case for case in unseen_cases()}
 
 
-@functools.cache
-def parser(name: str) -> lark.Lark:
-    return lark_parser((GRAMMAR_DIR / f"{name}.lark").read_text(encoding="utf-8"))
-
-
-def lark_accepts(name: str, text: str) -> bool:
-    try:
-        parser(name).parse(text)
-    except lark.exceptions.UnexpectedInput:
-        return False
-    return True
+def lark_reads(name: str, text: str) -> bool:
+    return lark_accepts(GRAMMAR_DIR / f"{name}.lark", text)
 
 
 def test_corpus_is_sound() -> None:
@@ -59,7 +48,7 @@ def test_corpus_is_sound() -> None:
 @pytest.mark.parametrize("name", GRAMMARS)
 def test_grammar_compiles_cleanly(name: str) -> None:
     assert load_unseen_grammar(name).warnings == ()
-    parser(name)  # the lark library reads it too
+    lark_file_parser(GRAMMAR_DIR / f"{name}.lark")  # the lark library reads it too
 
 
 def test_grammar_files_are_the_languages() -> None:
@@ -69,7 +58,7 @@ def test_grammar_files_are_the_languages() -> None:
 @pytest.mark.parametrize("doc", DOCUMENTS, ids=lambda d: f"{d.grammar}-{d.key}")
 def test_document_is_valid(doc: unseen.Document) -> None:
     assert load_unseen_grammar(doc.grammar).matches(doc.text)
-    assert lark_accepts(doc.grammar, doc.text)
+    assert lark_reads(doc.grammar, doc.text)
     assert doc.source and doc.prompt
 
 
@@ -78,15 +67,15 @@ def test_draft_is_invalid_and_engines_agree(case_name: str) -> None:
     case = CASES[case_name]
     grammar = load_unseen_grammar(case.grammar)
     assert case.corrupted != case.clean
-    assert grammar.matches(case.clean) and lark_accepts(case.grammar, case.clean)
+    assert grammar.matches(case.clean) and lark_reads(case.grammar, case.clean)
     assert not grammar.matches(case.corrupted)
-    assert not lark_accepts(case.grammar, case.corrupted)
+    assert not lark_reads(case.grammar, case.corrupted)
     rng = random.Random(case_name)
     alphabet = alphabet_of([case.clean, case.corrupted])
     for text in (case.clean, case.corrupted):
         mutation = mutate(text, rng, alphabet)
         ll = grammar.matches(mutation.text)
-        lk = lark_accepts(case.grammar, mutation.text)
+        lk = lark_reads(case.grammar, mutation.text)
         assert ll == lk, f"{mutation.describe()}: llguidance {ll}, lark {lk}"
 
 
