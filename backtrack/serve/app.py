@@ -21,7 +21,8 @@ grammar past `max_grammar_bytes` or `compile_seconds` 400, a run past `timeout` 
 partial result, as an upstream failure's error carries it.
 
 Each request is handled inside `providers.errors.scoped_keys` with the keys it brings: every error
-message made for it masks them, and the process forgets them after it.
+message made for it masks them, and the process forgets them after it. Replies passed through have
+those keys masked too, and the access log masks keys in query strings (backtrack.serve.keys).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from backtrack.serve.errors import RequestError, ServeError, error_response
 from backtrack.serve.fields import take_fields
 from backtrack.serve.grammar_cache import GrammarCache
 from backtrack.serve.guided import GuidedRequests
+from backtrack.serve.keys import ACCESS_LOGGER, QueryKeyFilter
 from backtrack.serve.upstream import Upstream
 from backtrack.wire.anthropic_messages import AnthropicMessages
 from backtrack.wire.openai_chat import OpenAIChat
@@ -125,9 +127,14 @@ class _Server:
             key=self.config.upstream_key,
             timeout=self.config.limits.timeout,
         )
+        # uvicorn's access line quotes each request's query: `?api_key=` must not reach the log.
+        access = logging.getLogger(ACCESS_LOGGER)
+        keys_out = QueryKeyFilter([self.config.upstream_key])
+        access.addFilter(keys_out)
         try:
             yield
         finally:
+            access.removeFilter(keys_out)
             await self._upstream.aclose()
 
     @property
@@ -140,12 +147,13 @@ class _Server:
         return JSONResponse({"status": "ok", "upstream_kind": self.config.upstream_kind})
 
     async def models(self, request: Request) -> Response:
-        try:
-            return await self.upstream.forward(
-                "GET", "/v1/models", request.headers, b"", request.url.query
-            )
-        except ServeError as exc:
-            return error_response(self._shape, exc)
+        with scoped_keys(*self.upstream.keys(request.headers)):
+            try:
+                return await self.upstream.forward(
+                    "GET", "/v1/models", request.headers, b"", request.url.query
+                )
+            except ServeError as exc:
+                return error_response(self._shape, exc)
 
     def endpoint(self, shape: Shape) -> Any:
         async def handle(request: Request) -> Response:

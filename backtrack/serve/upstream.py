@@ -4,7 +4,8 @@ in, bytes out, streams included), guided ones through the provider SDK's async c
 The key sent upstream is the server's own when it has one (`--upstream-key-env`), else the
 client's (`Authorization: Bearer ...` or `x-api-key`). Keys are never logged or echoed: the server
 handles each request inside `providers.errors.scoped_keys(*upstream.keys(headers))`, so that every
-error message made for it masks them, and forgets them after it.
+error message made for it masks them, and forgets them after it; a reply passed through has them
+masked in its body (`backtrack.serve.keys.KeyMask`), an upstream 401 that quotes its key included.
 
 Headers go upstream with the request, guided ones too (`anthropic-beta`, `openai-organization`,
 a gateway's own), except hop-by-hop ones (RFC 9110, 7.6.1: those named by `Connection` too) and,
@@ -21,6 +22,7 @@ import httpx2
 from starlette.responses import Response, StreamingResponse
 
 from backtrack.serve.errors import ServeError
+from backtrack.serve.keys import KeyMask
 from backtrack.wire.shape import UpstreamKind
 
 # Hop-by-hop headers (RFC 9110, 7.6.1) and those the HTTP clients set themselves.
@@ -113,8 +115,9 @@ class Upstream:
     async def forward(
         self, method: str, path: str, headers: Mapping[str, str], body: bytes, query: str = ""
     ) -> Response:
-        """The request sent upstream as it came; the reply streamed back as it comes. A client
-        that hangs up closes the upstream request."""
+        """The request sent upstream as it came; the reply streamed back as it comes, decoded,
+        with the request's keys masked (backtrack.serve.keys). A client that hangs up closes the
+        upstream request."""
         url = f"{self.url}{path}" + (f"?{query}" if query else "")
         request = self._http.build_request(
             method, url, headers=self._headers(headers), content=body
@@ -127,14 +130,17 @@ class Upstream:
             raise ServeError(
                 502, f"upstream: {type(exc).__name__}: {exc}", code="upstream_error"
             ) from exc
-        kept = _forwarded(reply.headers)
-        if "content-length" in reply.headers:
-            kept["content-length"] = reply.headers["content-length"]
+        # Decoded and masked, the body has neither its encoding nor its length.
+        kept = {
+            k: v for k, v in _forwarded(reply.headers).items() if k.lower() != "content-encoding"
+        }
+        mask = KeyMask(self.keys(headers))
 
         async def body_bytes() -> AsyncIterator[bytes]:
             try:
-                async for chunk in reply.aiter_raw():
-                    yield chunk
+                async for chunk in reply.aiter_bytes():
+                    yield mask.feed(chunk)
+                yield mask.flush()
             finally:
                 with anyio.CancelScope(shield=True):
                     await reply.aclose()
