@@ -8,6 +8,7 @@ never a crash or a silent fallback. The `lark` library is used only for parse tr
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -302,8 +303,10 @@ class Grammar:
     @classmethod
     def coerce(cls, spec: GrammarLike, *, limits: GrammarLimits | None = None) -> Grammar:
         """What `guide()` accepts: a Grammar, a shipped name, Lark text, a JSON schema (dict or
-        pydantic class), or a guidance grammar object. A single word that is not a shipped name
-        is taken for a mistyped one (no Lark grammar is one word)."""
+        pydantic class), `{"regex": ...}` or `{"lark": ...}`, or a guidance grammar object. A
+        single word that is not a shipped name is taken for a mistyped one (no Lark grammar is
+        one word), and a dict none of whose keys is a JSON Schema keyword for a mistake (such a
+        schema would take any document)."""
         if isinstance(spec, Grammar):
             return spec
         if isinstance(spec, str):
@@ -312,9 +315,17 @@ class Grammar:
             if _NAME_LIKE.fullmatch(spec):
                 raise shipped.not_shipped(spec.strip())
             return cls.from_lark(spec, limits=limits)
+        if isinstance(spec, dict) and len(spec) == 1 and next(iter(spec)) in ("regex", "lark"):
+            ((kind, text),) = spec.items()
+            if not isinstance(text, str):
+                raise GrammarError(f"{{{kind!r}: ...}} takes a string, not {type(text).__name__}")
+            build = cls.from_regex if kind == "regex" else cls.from_lark
+            return build(text, limits=limits)
         if isinstance(spec, dict) or (
             isinstance(spec, type) and hasattr(spec, "model_json_schema")
         ):
+            if isinstance(spec, dict):
+                _check_schema_words(spec)
             return cls.from_json_schema(spec, limits=limits)
         if not isinstance(spec, type) and hasattr(spec, "ll_grammar"):
             return cls.from_guidance(spec, limits=limits)
@@ -379,3 +390,37 @@ class Grammar:
             if self._lark is None:  # lark reads the grammar as written
                 self._lark = lark_parser(self.source, start=self.start, path=self.path)
             return self._lark
+
+
+def _check_schema_words(schema: dict[str, Any]) -> None:
+    """GrammarError where `schema` has keys and none of them is a JSON Schema keyword."""
+    if not schema or schema.keys() & _schema_words():
+        return
+    raise GrammarError(
+        f"a dict is read as a JSON schema, and none of its keys ({', '.join(map(repr, schema))})"
+        " is a JSON Schema keyword, so it would take any document; for a regex or Lark text,"
+        ' give {"regex": ...} or {"lark": ...}'
+    )
+
+
+@functools.cache
+def _schema_words() -> frozenset[str]:
+    """Every keyword of JSON Schema drafts 4 to 2020-12, validating or annotating."""
+    import jsonschema
+
+    drafts = (
+        jsonschema.Draft4Validator,
+        jsonschema.Draft7Validator,
+        jsonschema.Draft202012Validator,
+    )
+    return frozenset(word for draft in drafts for word in draft.VALIDATORS) | _ANNOTATIONS
+
+
+_ANNOTATIONS = frozenset(
+    (
+        *("$schema", "$id", "id", "$anchor", "$dynamicAnchor", "$vocabulary", "$defs"),
+        *("definitions", "$comment", "title", "description", "default", "examples"),
+        *("deprecated", "readOnly", "writeOnly", "contentEncoding", "contentMediaType"),
+        *("contentSchema", "x-guidance"),
+    )
+)

@@ -285,3 +285,20 @@ def test_grammar_error_context_from_file(tmp_path):
 )
 def test_grammar_error_context_empty(err):
     assert err.context() == ""
+
+
+def test_a_tagged_dict_is_a_regex_or_lark_text_not_a_json_schema() -> None:
+    digits = Grammar.coerce({"regex": "[0-9]+"})
+    assert (digits.kind, digits.matches("123"), digits.matches("12a")) == ("regex", True, False)
+    yes = Grammar.coerce({"lark": 'start: "yes"'})
+    assert (yes.kind, yes.matches("yes"), yes.matches("no")) == ("lark", True, False)
+    with pytest.raises(GrammarError, match="takes a string, not int"):
+        Grammar.coerce({"regex": 5})
+
+
+def test_a_dict_with_no_json_schema_keyword_is_refused_not_read_as_any_document() -> None:
+    with pytest.raises(GrammarError, match=r"none of its keys \('regexp'\) is a JSON Schema"):
+        Grammar.coerce({"regexp": "[0-9]+"})
+    assert Grammar.coerce({}).matches('{"any": ["document"]}')  # `{}` says so on purpose
+    assert Grammar.coerce({"title": "Anything"}).kind == "json_schema"
+    assert not Grammar.coerce({"type": "integer"}).matches('"a"')
