@@ -14,12 +14,14 @@ checker sees the SDK's client back, its create() taking `grammar=` too
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
 from backtrack.run.guide import aguide, guide
-from backtrack.run.options import GuideOptions, option_names, resolve
+from backtrack.run.options import GuideOptions, option_names, resolve, unknown_option
 from backtrack.trace.result import GuideResult
 from backtrack.wire import anthropic_messages, openai_chat
 from backtrack.wire.shape import SdkDrafter
@@ -165,6 +167,24 @@ def _split(kwargs: dict[str, Any], defaults: _Defaults) -> tuple[GrammarLike, Gu
     return kwargs.pop("grammar"), options
 
 
+def _refuse_mistyped_options(kwargs: dict[str, Any], original: Callable[..., Any]) -> None:
+    """A TypeError, as guide() gives, for a keyword that the SDK's create() does not take and
+    that is close to one of backtrack's options (`max_correction=`): sent on, it would fail
+    inside the drafter as an SDK error."""
+    try:
+        taken = inspect.signature(original).parameters
+    except (TypeError, ValueError):  # no signature to read: the SDK decides
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in taken.values()):
+        return
+    for name in kwargs:
+        if name not in taken and difflib.get_close_matches(name, option_names(), n=1):
+            raise unknown_option("create", name, also=_CREATE_KEYWORDS)
+
+
+_CREATE_KEYWORDS = ("grammar", "target", "guide_options")
+
+
 def _guided_create(
     client: Any,
     original: Callable[..., Any],
@@ -179,6 +199,7 @@ def _guided_create(
     def setup(kwargs: dict[str, Any]) -> _Call:
         grammar, options = _split(kwargs, defaults)
         target = kwargs.pop("target", defaults.target)
+        _refuse_mistyped_options(kwargs, original)
         drafter, prompt = read(client, kwargs)
         return _Call(drafter, grammar, prompt, target, options)
 

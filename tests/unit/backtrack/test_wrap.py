@@ -38,6 +38,20 @@ def test_openai_without_grammar_passes_through(openai_server: Any, openai_client
     assert client.models is client._inner.models  # everything else is the client's own
 
 
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_mistyped_option_is_a_type_error_before_any_request(
+    kind: str, openai_server: Any, openai_client: Any, anthropic_server: Any, anthropic_client: Any
+):
+    server = openai_server if kind == "openai" else anthropic_server
+    if kind == "openai":
+        create = wrap(openai_client()).chat.completions.create
+    else:
+        create = wrap(anthropic_client()).messages.create
+    with pytest.raises(TypeError, match=r"max_correction.*did you mean 'max_corrections'"):
+        create(model="m", messages=MESSAGES, max_tokens=50, grammar="json", max_correction=2)
+    assert server.bodies == []
+
+
 def test_grammar_with_stream_is_refused(openai_client: Any):
     client = wrap(openai_client())
     with pytest.raises(ValueError, match="stream"):
