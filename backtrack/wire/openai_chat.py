@@ -18,6 +18,7 @@ from backtrack.wire.shape import (
     Shape,
     UpstreamKind,
     kwargs_messages,
+    one_choice,
     required_kwarg,
     with_guide_result,
 )
@@ -77,6 +78,7 @@ def read_kwargs(client: Any, kwargs: dict[str, Any]) -> tuple[OpenAIChatDrafter,
     """A wrapped create() call read: its `model` and `messages` taken out of `kwargs`, whose rest
     goes with each draft request."""
     model, messages = required_kwarg(kwargs, "model"), kwargs_messages(kwargs)
+    one_choice(kwargs)
     return OpenAIChat().drafter(client, model, **kwargs), messages
 
 

@@ -198,6 +198,14 @@ def body_messages(body: dict[str, Any]) -> list[Message]:
     return messages
 
 
+def one_choice(kwargs: dict[str, Any]) -> None:
+    """A create() call's `n=`, taken out: a guided call writes one choice (ValueError for more,
+    where the SDK would have sent back several and the run read only the first)."""
+    n = kwargs.pop("n", 1)
+    if n not in (1, None):
+        raise ValueError(f"grammar= writes one choice: n must be 1, not {n!r}")
+
+
 def required_kwarg(kwargs: dict[str, Any], name: str) -> Any:
     """`kwargs[name]`, taken out (a TypeError when a create() call left it out)."""
     if name not in kwargs:

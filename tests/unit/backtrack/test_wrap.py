@@ -52,6 +52,13 @@ def test_a_mistyped_option_is_a_type_error_before_any_request(
     assert server.bodies == []
 
 
+def test_several_choices_are_refused_before_any_request(openai_server: Any, openai_client: Any):
+    create = wrap(openai_client()).chat.completions.create
+    with pytest.raises(ValueError, match="one choice: n must be 1, not 2"):
+        create(model="m", messages=MESSAGES, grammar="json", n=2)
+    assert openai_server.bodies == []
+
+
 def test_grammar_with_stream_is_refused(openai_client: Any):
     client = wrap(openai_client())
     with pytest.raises(ValueError, match="stream"):
