@@ -21,6 +21,7 @@ import llguidance
 
 from grammars import shipped
 from grammars.checker import Checker, PrefixCheck, as_text, check
+from grammars.ecma import ascii_classes, ascii_schema_patterns
 from grammars.engine import Matchers, byte_tokenizer
 from grammars.errors import GrammarError, TextError
 from grammars.json_schema.build import Validator, loosen
@@ -216,6 +217,7 @@ class Grammar:
         text = json.dumps(schema)
         check_size("the JSON schema", len(text.encode("utf-8", "surrogatepass")), limits)
         relaxed, notes = relax(schema)
+        relaxed = ascii_schema_patterns(relaxed)  # `pattern` is ECMA-262's: `\d` is [0-9]
         strict, relaxed, notes = cls._schema_grammar(schema, relaxed, notes, text, limits)
         if notes:
             logger.info("JSON schema: the grammar does not enforce %s", "; ".join(map(str, notes)))
@@ -275,13 +277,14 @@ class Grammar:
 
     @classmethod
     def from_regex(cls, pattern: str, *, limits: GrammarLimits | None = None) -> Grammar:
-        """A regular expression (Rust `regex` syntax: no lookaround, no backreferences)."""
+        """A regular expression (Rust `regex` syntax: no lookaround, no backreferences), with
+        `\\d` and `\\w` ASCII as in JSON Schema (grammars.ecma)."""
         if not isinstance(pattern, str):
             raise TypeError(f"a regex must be str, not {type(pattern).__name__}")
         limits = limits or GrammarLimits()
         check_size("the regex", len(pattern.encode("utf-8", "surrogatepass")), limits)
         return cls(
-            llguidance.LLMatcher.grammar_from_regex(pattern),
+            llguidance.LLMatcher.grammar_from_regex(ascii_classes(pattern)),
             kind="regex",
             source=pattern,
             limits=limits,
