@@ -169,13 +169,15 @@ class GuideOptions:
             more="or when it completes the text, whatever its length",
         ),
     )
-    max_preamble_chars: int = option(
-        2000,
+    max_preamble_chars: int | None = option(
+        None,
         Option(
             "count",
             "how much of a first draft may be skipped as preamble",
             minimum=0,
-            more='such as "Here is the JSON:", read before anything is committed',
+            none_allowed=True,
+            more='such as "Here is the JSON:" or pages of reasoning, read before anything is '
+            "committed; None: all of it (the search is linear: about 0.3 s for 200 KB)",
         ),
     )
     max_attempts: int = option(
