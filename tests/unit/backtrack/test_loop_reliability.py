@@ -111,12 +111,14 @@ def test_each_received_character_is_checked_a_bounded_number_of_times(
 
 def test_the_answer_is_found_after_pages_of_reasoning_by_default() -> None:
     """Issue 24: a 216 KB preamble before `{"a": 1}` came back as the local model's `1.1`; the
-    answer's start is now sought in the whole first draft."""
+    answer's start is now sought in the whole first draft, streamed as it comes."""
     reasoning = "Let me think about this. The user wants a JSON object with the key a. " * 3000
     reply = reasoning + '\n{"a": 1}'
-    result = guide(
-        lambda prompt, prefix: reply, JSON, prompt="p", target=NoTarget(), max_draft_tokens=10**5
-    )
+
+    def draft(prompt: str, prefix: str) -> Iterator[str]:
+        yield from (reply[i : i + 64] for i in range(0, len(reply), 64))
+
+    result = guide(draft, JSON, prompt="p", target=NoTarget(), max_draft_tokens=10**5)
     assert (result.text, result.api_calls, result.corrections) == ('{"a": 1}', 1, 0)
     assert [d.reason for d in result.drops] == ["preamble"]
 
