@@ -20,7 +20,9 @@ from grammars.errors import GrammarError
 __all__ = ["SCHEMA_MAX_DEPTH", "GrammarLimits", "check_size", "nesting_past"]
 
 # llguidance reads the grammar's JSON with serde_json, which stops at 128 levels; the request that
-# wraps a schema takes 4 of them. Not a GrammarLimits field: the engine fails past it anyway.
+# wraps a schema takes 4 of them. Not a GrammarLimits field: the engine fails past it anyway. A
+# schema's walk through its `$ref`s (each one level) is held to it too: the `jsonschema` validator
+# recurses through each, and a chain of 500 ran out of Python's stack.
 SCHEMA_MAX_DEPTH = 124
 
 

@@ -6,6 +6,12 @@ allocation) and reads JSON at most SCHEMA_MAX_DEPTH levels deep; both are measur
 anything past a limit is a GrammarError that names it. The engine also accepts schemas that no
 document completes (an object that requires a property of its own schema): a schema that has no
 finite instance is refused here.
+
+Depth counts `$ref`s: a walk through the schema as a validator walks it (into each subschema, and
+through each reference as one more level) may go at most SCHEMA_MAX_DEPTH levels deep, and no
+cycle of references may stay at one place of the document. Every walk here is iterative; what
+walks a schema recursively after these checks (relax's copy, loosen, the `jsonschema` validator)
+is then bounded by that depth, with Python's stack to spare.
 """
 
 from __future__ import annotations
@@ -278,14 +284,19 @@ class _SchemaGraph:
         return None
 
     def solve(self) -> None:
-        nodes = [node for _, node in sorted(self.paths.items(), key=lambda p: -len(p[0]))]
-        changed = True
-        while changed:  # children first, so a tree settles in one pass; cycles take more
-            changed = False
-            for node in nodes:
-                if id(node) not in self.finite and self.blocked(node) is None:
-                    self.finite.add(id(node))
-                    changed = True
+        """A worklist: a subschema is looked at again only when one it uses is found finite, so
+        the work is linear in the schema's references (a pass per change was quadratic: 3,000
+        chained `$defs` listed backwards took 20 s)."""
+        users: dict[int, list[dict[str, Any]]] = {}
+        for node in self.paths.values():
+            for child, _, _ in _steps(self.root, node, ()):
+                users.setdefault(id(child), []).append(node)
+        todo = [node for _, node in sorted(self.paths.items(), key=lambda p: len(p[0]))]
+        while todo:  # children first (popped from the end), so a tree settles at once
+            node = todo.pop()
+            if id(node) not in self.finite and self.blocked(node) is None:
+                self.finite.add(id(node))
+                todo.extend(users.get(id(node), ()))
 
     def explain(self, node: Any) -> str:
         """The chain of reasons from `node`, until it comes back to a subschema already named."""
