@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from grammars.errors import TextError
 from grammars.limits import nesting_past
 
 __all__ = ["VALIDATOR_MAX_DEPTH", "MissingKey", "Validator", "loosen"]
 
+_T = TypeVar("_T")
 _REGEX_SPECIAL = frozenset("\\.+*?()|[]{}^$#&-~")
 # Keywords whose value is one schema, a list of schemas, or a map of names to schemas.
 _ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames")
@@ -166,17 +167,20 @@ class Validator:
         self._validator = _with_dependencies(cls)(schema)
 
     def __call__(self, text: str) -> bool:
-        return self._errors(text) == []
+        return self._apply(text, self._validator.is_valid) is True
 
     def _errors(self, text: str) -> list[Any] | None:
-        """The validator's errors on a JSON `text`; None when it is not JSON with distinct keys.
+        return self._apply(text, lambda value: list(self._validator.iter_errors(value)))
+
+    def _apply(self, text: str, use: Callable[[Any], _T]) -> _T | None:
+        """`use` of the value of a JSON `text`; None when it is not JSON with distinct keys.
         TextError when it nests past VALIDATOR_MAX_DEPTH, or so deep for this schema that the
         validator (which recurses) would run out of stack."""
         value = _load(text)
         if value is _INVALID:
             return None
         try:
-            return list(self._validator.iter_errors(value))
+            return use(value)
         except RecursionError:
             raise _too_deep(
                 text,
