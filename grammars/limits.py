@@ -10,14 +10,19 @@ GrammarError that names the limit to raise.
 
 from __future__ import annotations
 
+import itertools
+import operator
+import re
 from dataclasses import dataclass
 
 from grammars.errors import GrammarError
 
-__all__ = ["SCHEMA_MAX_DEPTH", "GrammarLimits", "check_size"]
+__all__ = ["SCHEMA_MAX_DEPTH", "GrammarLimits", "check_size", "nesting_past"]
 
 # llguidance reads the grammar's JSON with serde_json, which stops at 128 levels; the request that
-# wraps a schema takes 4 of them. Not a GrammarLimits field: the engine fails past it anyway.
+# wraps a schema takes 4 of them. Not a GrammarLimits field: the engine fails past it anyway. A
+# schema's walk through its `$ref`s (each one level) is held to it too: the `jsonschema` validator
+# recurses through each, and a chain of 500 ran out of Python's stack.
 SCHEMA_MAX_DEPTH = 124
 
 
@@ -58,3 +63,27 @@ def check_size(what: str, size: int, limits: GrammarLimits) -> None:
             f"{what} is {size:,} bytes; at most GrammarLimits.max_source_bytes "
             f"({limits.max_source_bytes:,})"
         )
+
+
+# A JSON string, to its closing quote (or the text's end when it has none).
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.?)*+"?', re.DOTALL)
+_BRACKET = re.compile(rb"[\[\]{}]")
+# Brackets as steps of depth: an opening one 2, a closing one 0 (minus 1 when read).
+_STEPS = bytes.maketrans(b"[{]}", b"\2\2\0\0")
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
+
+
+def nesting_past(text: bytes, limit: int) -> int | None:
+    """Where a JSON `text` nests arrays and objects more than `limit` levels deep: the byte offset
+    of the first bracket past it; None when it stays within. Brackets in strings do not count;
+    the text need not be valid JSON. Linear, in C but for a Python step per string where the
+    limit is passed (a megabyte of brackets: about 0.02 s), so it may guard a recursive reader."""
+    if text.count(b"[") + text.count(b"{") <= limit:
+        return None
+    steps = _STRING.sub(b"", text).translate(_STEPS, _NOT_BRACKETS)
+    depths = list(itertools.accumulate(map(operator.sub, steps, itertools.repeat(1))))
+    if max(depths) <= limit:
+        return None
+    blanked = _STRING.sub(lambda m: b" " * len(m[0]), text)  # offsets kept
+    brackets = _BRACKET.finditer(blanked)
+    return next(itertools.islice(brackets, depths.index(limit + 1), None)).start()

@@ -18,7 +18,8 @@ the upstream stream is closed, a correction stops before its next forward pass.
 
 Limits (ServeLimits) answer in the shape's error form: a body past `max_body_bytes` 413, a
 grammar past `max_grammar_bytes` or `compile_seconds` 400, a run past `timeout` 504 with the
-partial result, as an upstream failure's error carries it.
+partial result, as an upstream failure's error carries it. A body nested more than
+MAX_BODY_DEPTH (256) levels is a 400 that says where, before it is parsed.
 
 Each request is handled inside `providers.errors.scoped_keys` with the keys it brings: every error
 message made for it masks them, and the process forgets them after it. Replies passed through have
@@ -52,6 +53,7 @@ from backtrack.wire.openai_chat import OpenAIChat
 from backtrack.wire.openai_completions import OpenAICompletions
 from backtrack.wire.shape import Shape, UpstreamKind
 from grammars import GrammarLimits
+from grammars.limits import nesting_past
 from providers.errors import redact, scoped_keys
 
 if TYPE_CHECKING:
@@ -187,12 +189,7 @@ class _Server:
                 code="not_found",
             )
         raw = await self._body(request)
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            raise RequestError("the body is not JSON") from None
-        if not isinstance(body, dict):
-            raise RequestError("the body must be a JSON object")
+        body = parse_body(raw)
         asked = take_fields(body)
         if asked.grammar is None:
             if "backtrack" in body:
@@ -219,3 +216,33 @@ def _too_large(size: int, limit: int) -> ServeError:
     return ServeError(
         413, f"the body is {size:,} bytes; this server takes at most {limit:,}", code="too_large"
     )
+
+
+# How deep a body's arrays and objects may nest: room for a schema at the engine's own limit
+# (grammars.limits.SCHEMA_MAX_DEPTH, 124) inside a request, and far from the depth where Python's
+# JSON reader and everything that walks the body after it would recurse out of stack.
+MAX_BODY_DEPTH = 256
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    """A request's body as a JSON object; RequestError (400) when it is not one, or nests deeper
+    than MAX_BODY_DEPTH. The depth is measured first, in linear time, over brackets outside
+    strings, so no body makes the reader recurse past it."""
+    at = nesting_past(raw, MAX_BODY_DEPTH)
+    if at is not None:
+        raise RequestError(
+            f"the body nests arrays and objects more than {MAX_BODY_DEPTH} levels deep (at byte "
+            f"{at:,}); this server takes at most {MAX_BODY_DEPTH}"
+        )
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise RequestError("the body is not JSON") from None
+    except RecursionError:  # nesting the scan above cannot see (a body in UTF-16)
+        raise RequestError(
+            f"the body is nested too deeply to read; this server takes at most {MAX_BODY_DEPTH} "
+            "levels"
+        ) from None
+    if not isinstance(body, dict):
+        raise RequestError("the body must be a JSON object")
+    return body

@@ -19,12 +19,16 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["MissingKey", "Validator", "loosen"]
+from grammars.errors import TextError
+from grammars.limits import nesting_past
 
+__all__ = ["VALIDATOR_MAX_DEPTH", "MissingKey", "Validator", "loosen"]
+
+_T = TypeVar("_T")
 _REGEX_SPECIAL = frozenset("\\.+*?()|[]{}^$#&-~")
 # Keywords whose value is one schema, a list of schemas, or a map of names to schemas.
 _ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames")
@@ -33,6 +37,11 @@ _MAP = ("$defs", "definitions", "patternProperties", "dependentSchemas")
 # Left to the final validation: they count the properties, which any order makes unknowable.
 _COUNTS = ("required", "minProperties", "maxProperties", "dependentRequired", "dependencies")
 
+
+# The deepest document the validator decides. It recurses a few frames per level of the document
+# (and of the schema): under `{"items": {"$ref": "#"}}` 200 levels fit in Python's 1,000 frames,
+# 250 do not. Within this depth, a document that still runs out of stack is a TextError too.
+VALIDATOR_MAX_DEPTH = 256
 
 # An object with more properties keeps the schema's order: each is a regex of the engine's lexer,
 # and hundreds of them make compiling slow (600 took minutes).
@@ -158,16 +167,30 @@ class Validator:
         self._validator = _with_dependencies(cls)(schema)
 
     def __call__(self, text: str) -> bool:
+        return self._apply(text, self._validator.is_valid) is True
+
+    def _errors(self, text: str) -> list[Any] | None:
+        return self._apply(text, lambda value: list(self._validator.iter_errors(value)))
+
+    def _apply(self, text: str, use: Callable[[Any], _T]) -> _T | None:
+        """`use` of the value of a JSON `text`; None when it is not JSON with distinct keys.
+        TextError when it nests past VALIDATOR_MAX_DEPTH, or so deep for this schema that the
+        validator (which recurses) would run out of stack."""
         value = _load(text)
-        return value is not _INVALID and bool(self._validator.is_valid(value))
+        if value is _INVALID:
+            return None
+        try:
+            return use(value)
+        except RecursionError:
+            raise _too_deep(
+                text,
+                "the document nests too deeply for the JSON schema validator under this schema",
+            ) from None
 
     def missing_key(self, text: str) -> MissingKey | None:
         """The first required key a valid JSON `text` lacks, and where it goes (None when no
         key is missing or the text is not JSON with distinct keys)."""
-        value = _load(text)
-        if value is _INVALID:
-            return None
-        for error in self._validator.iter_errors(value):
+        for error in self._errors(text) or ():
             if error.validator != "required" or not isinstance(error.instance, dict):
                 continue
             key = next(k for k in error.validator_value if k not in error.instance)
@@ -181,10 +204,7 @@ class Validator:
         """Where, in a JSON `text`, the value starts that the schema refuses (of the errors, one
         at the deepest place: the least to write again); None when the text is valid or is not
         JSON with distinct keys."""
-        value = _load(text)
-        if value is _INVALID:
-            return None
-        errors = list(self._validator.iter_errors(value))
+        errors = self._errors(text)
         if not errors:
             return None
         deepest = max(errors, key=lambda e: len(e.absolute_path))
@@ -200,7 +220,7 @@ def repeated_member(text: str) -> tuple[int, int] | None:
     None when no key repeats or the text is not JSON."""
     try:
         return _repeat_in(text, _skip(text, 0))
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, RecursionError):  # not JSON; nested past what _load reads
         return None
 
 
@@ -222,12 +242,32 @@ def _repeat_in(text: str, at: int) -> tuple[int, int] | None:
     return None
 
 
+def _too_deep(text: str, message: str, byte_offset: int = 0) -> TextError:
+    raw = text.encode("utf-8", "surrogatepass")
+    return TextError(
+        message,
+        text=text,
+        char_offset=len(raw[:byte_offset].decode("utf-8", "surrogatepass")),
+        byte_offset=byte_offset,
+    )
+
+
 _INVALID = object()
 _DECODER = json.JSONDecoder()
 _BLANK = " \t\n\r"
 
 
 def _load(text: str) -> Any:
+    """The JSON value of `text` (_INVALID when it is not JSON with distinct keys); TextError past
+    VALIDATOR_MAX_DEPTH."""
+    past = nesting_past(text.encode("utf-8", "surrogatepass"), VALIDATOR_MAX_DEPTH)
+    if past is not None:
+        raise _too_deep(
+            text,
+            f"the document nests arrays and objects more than {VALIDATOR_MAX_DEPTH} levels deep; "
+            f"the JSON schema validator decides at most {VALIDATOR_MAX_DEPTH}",
+            past,
+        )
     try:
         return json.loads(text, object_pairs_hook=_no_repeats)
     except ValueError:

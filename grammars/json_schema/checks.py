@@ -6,16 +6,23 @@ allocation) and reads JSON at most SCHEMA_MAX_DEPTH levels deep; both are measur
 anything past a limit is a GrammarError that names it. The engine also accepts schemas that no
 document completes (an object that requires a property of its own schema): a schema that has no
 finite instance is refused here.
+
+Depth counts `$ref`s: a walk through the schema as a validator walks it (into each subschema, and
+through each reference as one more level) may go at most SCHEMA_MAX_DEPTH levels deep, and no
+cycle of references may stay at one place of the document. Every walk here is iterative; what
+walks a schema recursively after these checks (relax's copy, loosen, the `jsonschema` validator)
+is then bounded by that depth, with Python's stack to spare.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from grammars.errors import GrammarError
-from grammars.limits import SCHEMA_MAX_DEPTH, GrammarLimits, check_size
+from grammars.limits import SCHEMA_MAX_DEPTH, GrammarLimits, check_size, nesting_past
 
 __all__ = ["check_schema", "resolve_ref"]
 
@@ -23,7 +30,8 @@ __all__ = ["check_schema", "resolve_ref"]
 _ONE = ("items", "additionalItems", "additionalProperties", "contains", "not", "if", "then", "else",
         "propertyNames", "unevaluatedItems", "unevaluatedProperties")  # fmt: skip
 _MANY = ("anyOf", "oneOf", "allOf", "prefixItems")
-_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_MAP = ("properties", "patternProperties", "dependentSchemas")
+_DEFS = ("$defs", "definitions")  # subschemas kept for `$ref`, applied to nothing themselves
 
 
 def _pointer(path: tuple[str, ...]) -> str:
@@ -49,6 +57,21 @@ def _json_depth(schema: Any) -> None:
             stack.extend((v, (*path, str(i))) for i, v in enumerate(value))
 
 
+def _applied(node: dict[str, Any]) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """The subschemas `node` applies to an instance (not its `$defs`), with the keys to each."""
+    for key in _ONE:
+        if isinstance(node.get(key), list):  # "items": [...] in older drafts
+            yield from (((key, str(i)), s) for i, s in enumerate(node[key]))
+        elif key in node:
+            yield (key,), node[key]
+    for key in _MANY:
+        if isinstance(node.get(key), list):
+            yield from (((key, str(i)), s) for i, s in enumerate(node[key]))
+    for key in _MAP:
+        if isinstance(node.get(key), dict):
+            yield from (((key, str(k)), s) for k, s in node[key].items())
+
+
 def _subschemas(schema: Any) -> Iterator[tuple[tuple[str, ...], dict[str, Any]]]:
     """Every subschema (as a dict) with its path, the root first."""
     stack: list[tuple[tuple[str, ...], Any]] = [((), schema)]
@@ -57,15 +80,8 @@ def _subschemas(schema: Any) -> Iterator[tuple[tuple[str, ...], dict[str, Any]]]
         if not isinstance(node, dict):
             continue
         yield path, node
-        for key in _ONE:
-            if isinstance(node.get(key), list):  # "items": [...] in older drafts
-                stack.extend(((*path, key, str(i)), s) for i, s in enumerate(node[key]))
-            elif key in node:
-                stack.append(((*path, key), node[key]))
-        for key in _MANY:
-            if isinstance(node.get(key), list):
-                stack.extend(((*path, key, str(i)), s) for i, s in enumerate(node[key]))
-        for key in _MAP:
+        stack.extend(((*path, *keys), s) for keys, s in _applied(node))
+        for key in _DEFS:
             if isinstance(node.get(key), dict):
                 stack.extend(((*path, key, str(k)), s) for k, s in node[key].items())
 
@@ -86,6 +102,116 @@ def resolve_ref(root: Any, ref: Any) -> tuple[Any, tuple[str, ...]] | None:
             return None
         path = (*path, part)
     return node, path
+
+
+# A step of a validator from a subschema: to the next one, its path, and the keys the step takes
+# (0 for a `$ref`, which counts as one level).
+_Step = tuple[dict[str, Any], tuple[str, ...], int]
+# Keywords a validator applies to the instance in place, not to a part of it.
+_IN_PLACE = frozenset(("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas"))
+
+
+@dataclass
+class _Visit:
+    """A subschema on the walk: its path, the step that reached it (None for the root), the steps
+    left to take from it, and the deepest walk below it (its levels and first step)."""
+
+    node: dict[str, Any]
+    path: tuple[str, ...]
+    entry: _Step | None
+    steps: Iterator[_Step]
+    height: int = 0
+    below: _Step | None = None
+
+    def climb(self, step: _Step, child: _Visit) -> None:
+        """Take the walk below `child`, reached by `step`, if it is the deepest yet."""
+        levels = step[2] or 1
+        if levels + child.height > self.height:
+            self.height, self.below = levels + child.height, step
+
+
+def _steps(root: Any, node: dict[str, Any], path: tuple[str, ...]) -> Iterator[_Step]:
+    for keys, child in _applied(node):
+        if isinstance(child, dict):
+            yield child, (*path, *keys), len(keys)
+    found = resolve_ref(root, node.get("$ref"))
+    if found is not None and isinstance(found[0], dict):
+        yield found[0], found[1], 0
+
+
+def _walk_depth(root: dict[str, Any]) -> list[_Visit]:
+    """Raise GrammarError where a walk through the schema as a validator walks it (into each
+    subschema, and through each `$ref` as one more level) passes SCHEMA_MAX_DEPTH levels; else
+    every subschema the walk reached. Iterative, each subschema walked once: a `$ref` back to a
+    subschema on the walk is recursion that the document bounds, and ends the walk there."""
+    done: dict[int, _Visit] = {}
+    frames = [_Visit(root, (), None, _steps(root, root, ()))]
+    active = {id(root)}
+    while frames:
+        top = frames[-1]
+        step = next(top.steps, None)
+        if step is None:
+            frames.pop()
+            active.discard(id(top.node))
+            done[id(top.node)] = top
+            if frames and top.entry is not None:
+                frames[-1].climb(top.entry, top)
+        elif id(step[0]) in done:
+            top.climb(step, done[id(step[0])])
+        elif id(step[0]) not in active:
+            active.add(id(step[0]))
+            frames.append(_Visit(step[0], step[1], step, _steps(root, step[0], step[1])))
+    _refuse_deeper(done, done[id(root)])
+    return list(done.values())
+
+
+def _in_place(root: Any, node: dict[str, Any], path: tuple[str, ...]) -> Iterator[_Step]:
+    """The steps from `node` that stay at the same part of the instance."""
+    return (s for s in _steps(root, node, path) if s[2] == 0 or s[1][-s[2]] in _IN_PLACE)
+
+
+def _endless(root: Any, visits: list[_Visit]) -> str | None:
+    """Where references go round without entering a part of the instance (a validator would
+    recurse on them without end): a cycle of in-place steps, found by a walk of those alone."""
+    left: dict[int, bool] = {}  # False while on the walk, True once left
+    for start in visits:
+        if id(start.node) in left:
+            continue
+        left[id(start.node)] = False
+        frames = [(start.node, start.path, _in_place(root, start.node, start.path))]
+        while frames:
+            node, path, steps = frames[-1]
+            step = next(steps, None)
+            if step is None:
+                frames.pop()
+                left[id(node)] = True
+            elif left.get(id(step[0])) is False:
+                return (
+                    f"the JSON schema refers from {_pointer(path)!r} back to "
+                    f"{_pointer(step[1])!r} without entering a part of the document: a validator "
+                    "would never end"
+                )
+            elif id(step[0]) not in left:
+                left[id(step[0])] = False
+                frames.append((step[0], step[1], _in_place(root, step[0], step[1])))
+    return None
+
+
+def _refuse_deeper(done: dict[int, _Visit], root: _Visit) -> None:
+    """Raise GrammarError naming where the deepest walk from `root` passes SCHEMA_MAX_DEPTH."""
+    if root.height <= SCHEMA_MAX_DEPTH:
+        return
+    levels = refs = 0
+    visit = root
+    while visit.below is not None and levels <= SCHEMA_MAX_DEPTH:
+        child, _, keys = visit.below
+        levels, refs = levels + (keys or 1), refs + (keys == 0)
+        visit = done[id(child)]
+    raise GrammarError(
+        f"the JSON schema is {root.height:,} levels deep as a validator walks it, each `$ref` "
+        f"counted as a level: it passes {SCHEMA_MAX_DEPTH} at {_pointer(visit.path)!r}, after "
+        f"{refs:,} `$ref`{'s' * (refs != 1)} from the root (at most {SCHEMA_MAX_DEPTH} levels)"
+    )
 
 
 class _SchemaGraph:
@@ -158,14 +284,19 @@ class _SchemaGraph:
         return None
 
     def solve(self) -> None:
-        nodes = [node for _, node in sorted(self.paths.items(), key=lambda p: -len(p[0]))]
-        changed = True
-        while changed:  # children first, so a tree settles in one pass; cycles take more
-            changed = False
-            for node in nodes:
-                if id(node) not in self.finite and self.blocked(node) is None:
-                    self.finite.add(id(node))
-                    changed = True
+        """A worklist: a subschema is looked at again only when one it uses is found finite, so
+        the work is linear in the schema's references (a pass per change was quadratic: 3,000
+        chained `$defs` listed backwards took 20 s)."""
+        users: dict[int, list[dict[str, Any]]] = {}
+        for node in self.paths.values():
+            for child, _, _ in _steps(self.root, node, ()):
+                users.setdefault(id(child), []).append(node)
+        todo = [node for _, node in sorted(self.paths.items(), key=lambda p: len(p[0]))]
+        while todo:  # children first (popped from the end), so a tree settles at once
+            node = todo.pop()
+            if id(node) not in self.finite and self.blocked(node) is None:
+                self.finite.add(id(node))
+                todo.extend(users.get(id(node), ()))
 
     def explain(self, node: Any) -> str:
         """The chain of reasons from `node`, until it comes back to a subschema already named."""
@@ -184,6 +315,7 @@ class _SchemaGraph:
 def check_schema(schema: Any, limits: GrammarLimits) -> None:
     """Refuse, with GrammarError, what the engine cannot take from a JSON schema."""
     _json_depth(schema)
+    visits = _walk_depth(schema) if isinstance(schema, dict) else []
     for path, node in _subschemas(schema):
         for key in ("minItems", "maxItems"):
             count = node.get(key)
@@ -200,6 +332,9 @@ def check_schema(schema: Any, limits: GrammarLimits) -> None:
                 "the JSON schema can never be completed (it has no finite instance): "
                 + graph.explain(schema)
             )
+    endless = _endless(schema, visits)
+    if endless is not None:  # after the finite check, which names `{"$ref": "#"}` better
+        raise GrammarError(endless)
 
 
 def read_schema(
@@ -210,15 +345,20 @@ def read_schema(
     if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
         schema = schema.model_json_schema()
     if isinstance(schema, str):
-        check_size("the JSON schema", len(schema.encode("utf-8", "surrogatepass")), limits)
+        raw = schema.encode("utf-8", "surrogatepass")
+        check_size("the JSON schema", len(raw), limits)
+        past = nesting_past(raw, SCHEMA_MAX_DEPTH)
+        if past is not None:
+            raise GrammarError(
+                f"the JSON schema is nested more than {SCHEMA_MAX_DEPTH} levels deep at byte "
+                f"{past:,} (llguidance reads at most {SCHEMA_MAX_DEPTH})"
+            )
         try:
             schema = json.loads(schema)
         except json.JSONDecodeError as exc:
             raise GrammarError(
                 f"JSON schema is not valid JSON: {exc.msg}", line=exc.lineno, column=exc.colno
             ) from exc
-        except RecursionError:
-            raise GrammarError("the JSON schema is nested too deeply to read") from None
     if schema is True:  # JSON Schema's boolean schemas: `true` takes any document
         schema = {}
     elif schema is False:
