@@ -6,7 +6,14 @@ cannot continue; a small local model writes the correction; the API carries on.
 The top layer: the loop, guide(), wrap(), the trace, its HTML view and the CLI. It stands on
 `grammars` (what a grammar is, checking), `providers` (the drafters) and `local_target` (the
 correcting model), and re-exports their public names; none of them imports it.
+
+Importing it imports no torch or transformers (seconds): `LocalTarget`, the one name that needs
+them, is read from local_target on first use (`__getattr__`).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from backtrack.local_drafter import LocalDrafter
 from backtrack.run.guide import DrafterLike, aguide, guide
@@ -24,9 +31,12 @@ from grammars import (
     PrefixCheck,
     TextError,
 )
-from local_target import LocalTarget, Sampling
+from local_target import Sampling
 from local_target.errors import TargetError
 from providers.errors import ProviderError
+
+if TYPE_CHECKING:
+    from local_target import LocalTarget
 
 __all__ = [
     "BacktrackError",
@@ -54,3 +64,11 @@ __all__ = [
     "guide",
     "wrap",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "LocalTarget":
+        import local_target
+
+        return local_target.LocalTarget
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Generator
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from local_target import LocalTarget, Sampling, TargetSession
+from local_target import Sampling
 from providers.base import (
     AsyncDrafter,
     AsyncDraftStream,
@@ -27,6 +27,9 @@ from providers.base import (
     DraftStream,
     FinishReason,
 )
+
+if TYPE_CHECKING:  # they import torch, which this module needs only once a model is given
+    from local_target import LocalTarget, TargetSession
 
 __all__ = ["LocalDrafter", "SessionDrafter"]
 

@@ -26,7 +26,6 @@ from backtrack.trace.result import GuideResult
 from backtrack.wire import anthropic_messages, openai_chat
 from backtrack.wire.shape import SdkDrafter
 from grammars import GrammarLike
-from local_target import LocalTarget
 from providers.base import Message
 from providers.clients import client_kind
 
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
         GuidedAsyncOpenAI,
         GuidedOpenAI,
     )
+    from local_target import LocalTarget
 
 # How a guided create() call is read: (client, kwargs) -> (drafter, prompt); `kwargs` is what is
 # left once the grammar and the options are out.

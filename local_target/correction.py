@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from local_target.decoding import StopReason, TokenFlag
+if TYPE_CHECKING:  # the decoding module imports torch; these are only type aliases
+    from local_target.decoding import StopReason, TokenFlag
 
 
 @dataclass(frozen=True)

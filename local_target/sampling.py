@@ -5,6 +5,9 @@ refused. This is exact: for greedy decoding trivially; for sampling because draw
 keeping it when allowed, else drawing from p restricted to the allowed set, gives
 P(a) = p(a) + (1 - p(A)) p(a) / p(A) = p(a) / p(A) for every allowed a. With top_p < 1 the
 nucleus would differ before and after masking, so the mask is always computed first there.
+
+torch is imported where a tensor is made, not at the top: `Sampling` is an option of every run
+(GuideOptions, the command line), which must not wait for torch when no local model runs.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True)
@@ -34,10 +39,14 @@ class Sampling:
     def generator(self) -> torch.Generator | None:
         if self.seed is None:
             return None
+        import torch
+
         return torch.Generator().manual_seed(self.seed)
 
 
 def _probabilities(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
+    import torch
+
     probs = torch.softmax(logits.float() / sampling.temperature, dim=-1)
     if sampling.top_p < 1:
         sorted_p, order = torch.sort(probs, descending=True)
@@ -55,6 +64,8 @@ def choose(
     generator: torch.Generator | None,
 ) -> tuple[int, bool]:
     """(token, masked): `masked` is True when the full mask had to be computed."""
+    import torch
+
     logits = logits.float().cpu()
     greedy = sampling.temperature == 0
     if greedy or sampling.top_p == 1:

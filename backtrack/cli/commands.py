@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from backtrack.cli.errors import CommandError
-from backtrack.cli.models import drafter_for, load_target, watched
+from backtrack.cli.models import drafter_for, load_target, sdk_client, watched
 from backtrack.cli.output import report, report_failure
 from backtrack.cli.parser import guide_options
 from backtrack.cli.progress import Progress
+from backtrack.cli.upstream import check_reachable
 from backtrack.run.guide import guide
 from backtrack.serve.app import ServeLimits
 from backtrack.trace.result import GuideResult, TextLostError
@@ -139,16 +140,19 @@ def _check_options(args: argparse.Namespace, kind: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Guided generation: everything that can be wrong with the command line fails before any
-    model loads or any request goes out."""
+    model loads or any request goes out; an API that cannot be reached, before the model loads."""
     prompt = _prompt(args)
     grammar = _grammar(args.grammar) if args.grammar else Grammar.from_json_schema(DEMO_SCHEMA)
     kind, model = _provider(args.provider)
     _check_options(args, kind)
     options = guide_options(args)
     progress = Progress(quiet=args.quiet)
-    target = load_target(args, progress)
-    drafter, client = drafter_for(args, kind, model, target)
+    client = None if kind == "local" else sdk_client(kind, args)
     try:
+        if client is not None:
+            check_reachable(str(client.base_url), args.timeout)
+        target = load_target(args, progress)
+        drafter = drafter_for(args, kind, model, target, client)
         with progress.step(f"guided generation, {args.provider} drafting"):
             result = guide(
                 watched(drafter, progress, args.provider),
@@ -196,7 +200,8 @@ def check(args: argparse.Namespace) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
-    """Load the target once, then serve until interrupted (backtrack.serve.app)."""
+    """Check that the upstream can be reached, load the target once, then serve until
+    interrupted (backtrack.serve.app)."""
     from backtrack.serve.app import ServeConfig, run_server
 
     key = None
@@ -213,6 +218,7 @@ def serve(args: argparse.Namespace) -> int:
         timeout=args.timeout,
     )
     config = ServeConfig(args.upstream, args.upstream_kind, key, limits, guide_options(args))
+    check_reachable(args.upstream, args.timeout)
     progress = Progress(quiet=args.quiet)
     target = load_target(args, progress)
     if key is not None and args.host not in ("127.0.0.1", "localhost", "::1"):

@@ -8,7 +8,7 @@ import contextlib
 import importlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backtrack.cli.errors import CommandError
 from backtrack.cli.progress import Progress
@@ -17,10 +17,12 @@ from backtrack.wire.anthropic_messages import AnthropicMessages
 from backtrack.wire.openai_chat import OpenAIChat
 from backtrack.wire.openai_completions import OpenAICompletions
 from backtrack.wire.shape import Shape
-from local_target import LocalTarget, TargetSession
 from local_target.errors import TargetError
 from local_target.loading import load_pretrained, pick_device
 from providers.base import Capabilities, Drafter, DraftRequest, DraftStream
+
+if TYPE_CHECKING:  # they import torch: `backtrack --help` must not wait for it
+    from local_target import LocalTarget, TargetSession
 
 
 @contextlib.contextmanager
@@ -53,6 +55,8 @@ def check_device(spec: str | None) -> None:
 
 def load_target(args: argparse.Namespace, progress: Progress) -> LocalTarget:
     """The local target: SmolLM2 by default, or a transformers model folder (`--target`)."""
+    from local_target import LocalTarget
+
     if args.target is None:
         with progress.step("loading the target model, SmolLM2-135M-Instruct"):
             check_device(args.device)
@@ -88,13 +92,12 @@ def sdk_client(kind: str, args: argparse.Namespace) -> Any:
 
 
 def drafter_for(
-    args: argparse.Namespace, kind: str, model: str, target: LocalTarget
-) -> tuple[Drafter, Any]:
-    """The drafter for the provider, and the SDK client it uses (None for the local model), which
-    the caller closes."""
+    args: argparse.Namespace, kind: str, model: str, target: LocalTarget, client: Any
+) -> Drafter:
+    """The drafter for the provider: on the target for the local one, else through `client`,
+    its SDK client (`sdk_client`)."""
     if kind == "local":
-        return LocalDrafter(target), None
-    client = sdk_client(kind, args)
+        return LocalDrafter(target)
     shape: Shape
     if kind == "anthropic":
         shape = AnthropicMessages()
@@ -102,7 +105,7 @@ def drafter_for(
         shape = OpenAICompletions()
     else:
         shape = OpenAIChat()
-    return shape.drafter(client, model), client
+    return shape.drafter(client, model)
 
 
 class Watched:

@@ -25,7 +25,7 @@ import logging
 import threading
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from backtrack.local_drafter import SessionDrafter
 from backtrack.run.correction_round import TargetCall
@@ -33,7 +33,7 @@ from backtrack.run.loop import GuideLoop
 from backtrack.run.options import GuideOptions
 from backtrack.trace.result import GuideResult, TextLostError
 from grammars import Grammar, GrammarLike, TextError
-from local_target import Correction, LocalTarget, TargetSession
+from local_target import Correction
 from local_target.errors import TargetError
 from providers import as_drafter
 from providers.base import (
@@ -46,6 +46,9 @@ from providers.base import (
 )
 from providers.errors import ProviderError, masked, masked_cause
 from providers.retry import next_wait
+
+if TYPE_CHECKING:  # they import torch, which a run needs only when its target is used
+    from local_target import LocalTarget, TargetSession
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +77,8 @@ _default_lock = threading.Lock()
 
 def default_target() -> LocalTarget:
     """The shared LocalTarget.default() (SmolLM2-135M), loaded on first use."""
+    from local_target import LocalTarget
+
     global _default_target
     with _default_lock:
         if _default_target is None:

@@ -29,7 +29,9 @@ from backtrack.cli import models as cli_models
 from backtrack.cli.main import main
 from backtrack.cli.parser import DEMO_PROMPT, build_parser
 from backtrack.cli.progress import Progress
+from backtrack.cli.upstream import check_reachable
 from providers import retry
+from providers.errors import ProviderError
 from tests.support.responder import DOC, KEPT, PROMPT, SLIP, responder
 from tests.support.scripted import ScriptedAPI
 from tests.support.servers import MockServer, error, text
@@ -164,6 +166,25 @@ def test_all_is_sorted_and_complete():
     assert backtrack.__all__ == sorted(backtrack.__all__)
     for name in backtrack.__all__:
         assert getattr(backtrack, name) is not None
+    with pytest.raises(AttributeError, match="'backtrack' has no attribute 'Target'"):
+        backtrack.Target  # noqa: B018
+
+
+def test_importing_backtrack_and_its_command_line_imports_no_torch():
+    """torch and transformers take seconds to import; only a local model needs them."""
+    code = (
+        "import sys, backtrack, backtrack.cli.main; "
+        "print(sorted({'torch', 'transformers'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["[]"]
+
+
+def test_help_runs_as_a_module():
+    argv = [sys.executable, "-m", "backtrack", "--help"]
+    out = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert (out.returncode, out.stderr) == (0, "")
+    assert out.stdout.startswith("usage: backtrack")
 
 
 # -- help ------------------------------------------------------------------------------------------
@@ -248,6 +269,43 @@ def test_run_on_a_device_that_is_not_there(run_cli: Run, device: str, message: s
     code, _, err = run_cli("run", "hi", "--device", device, "--quiet")
     assert code == 2
     assert message in one_error_line(err)
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port: int = listener.getsockname()[1]
+    return port
+
+
+@pytest.mark.parametrize("command", ["openai", "anthropic", "serve"])
+def test_an_upstream_that_cannot_be_reached_fails_before_the_model_loads(
+    run_cli: Run, keys: None, monkeypatch: pytest.MonkeyPatch, closed_port: int, command: str
+):
+    loaded: list[Any] = []
+    monkeypatch.setattr(cli_commands, "load_target", lambda args, progress: loaded.append(args))
+    url = f"http://127.0.0.1:{closed_port}"
+    if command == "serve":
+        argv = ["serve", "--upstream", url]
+    else:
+        argv = ["run", "hi", "-p", f"{command}:m", "--base-url", url]
+    code, out, err = run_cli(*argv)
+    assert (code, out, loaded) == (2, "", [])
+    assert f"cannot reach {url}" in one_error_line(err)
+    assert "Connection refused" in err
+
+
+def test_an_upstream_behind_a_proxy_is_reached_through_it(
+    monkeypatch: pytest.MonkeyPatch, openai_server: MockServer, closed_port: int
+):
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{closed_port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with pytest.raises(ProviderError, match="through the proxy the environment sets"):
+        check_reachable(openai_server.url, timeout=5)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    check_reachable(openai_server.url, timeout=5)
 
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
@@ -396,8 +454,9 @@ def test_a_stalled_server_times_out(
     code, out, err = run_cli("run", "hi", *argv)
     assert (code, out) == (2, "")
     assert "timed out" in one_error_line(err)
-    # Each attempt of the round timed out (a timeout is retried), none waited for the drop.
-    assert stalling.connections == retry.DEFAULT_MAX_ATTEMPTS
+    # The check that the server can be reached connects once (it waits for no answer); then
+    # each attempt of the round timed out (a timeout is retried), none waited for the drop.
+    assert stalling.connections == 1 + retry.DEFAULT_MAX_ATTEMPTS
 
 
 def test_requests_time_out_after_a_minute_by_default(monkeypatch: pytest.MonkeyPatch):
