@@ -8,7 +8,6 @@ never a crash or a silent fallback. The `lark` library is used only for parse tr
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import re
@@ -26,6 +25,7 @@ from grammars.engine import Matchers, byte_tokenizer
 from grammars.errors import GrammarError, TextError
 from grammars.json_schema.build import Validator, loosen
 from grammars.json_schema.checks import read_schema
+from grammars.json_schema.keywords import check_schema_words
 from grammars.json_schema.relax import Relaxation, one_of_places, relax
 from grammars.lark.checks import check_lark
 from grammars.lark.source import translate
@@ -328,7 +328,7 @@ class Grammar:
             isinstance(spec, type) and hasattr(spec, "model_json_schema")
         ):
             if isinstance(spec, dict):
-                _check_schema_words(spec)
+                check_schema_words(spec)
             return cls.from_json_schema(spec, limits=limits)
         if not isinstance(spec, type) and hasattr(spec, "ll_grammar"):
             return cls.from_guidance(spec, limits=limits)
@@ -393,37 +393,3 @@ class Grammar:
             if self._lark is None:  # lark reads the grammar as written
                 self._lark = lark_parser(self.source, start=self.start, path=self.path)
             return self._lark
-
-
-def _check_schema_words(schema: dict[str, Any]) -> None:
-    """GrammarError where `schema` has keys and none of them is a JSON Schema keyword."""
-    if not schema or schema.keys() & _schema_words():
-        return
-    raise GrammarError(
-        f"a dict is read as a JSON schema, and none of its keys ({', '.join(map(repr, schema))})"
-        " is a JSON Schema keyword, so it would take any document; for a regex or Lark text,"
-        ' give {"regex": ...} or {"lark": ...}'
-    )
-
-
-@functools.cache
-def _schema_words() -> frozenset[str]:
-    """Every keyword of JSON Schema drafts 4 to 2020-12, validating or annotating."""
-    import jsonschema
-
-    drafts = (
-        jsonschema.Draft4Validator,
-        jsonschema.Draft7Validator,
-        jsonschema.Draft202012Validator,
-    )
-    return frozenset(word for draft in drafts for word in draft.VALIDATORS) | _ANNOTATIONS
-
-
-_ANNOTATIONS = frozenset(
-    (
-        *("$schema", "$id", "id", "$anchor", "$dynamicAnchor", "$vocabulary", "$defs"),
-        *("definitions", "$comment", "title", "description", "default", "examples"),
-        *("deprecated", "readOnly", "writeOnly", "contentEncoding", "contentMediaType"),
-        *("contentSchema", "x-guidance"),
-    )
-)

@@ -87,7 +87,7 @@ class DraftReader:
         # While nothing is committed: a `<think>` block to skip, then where does the answer start?
         first = not output.text
         self.reasoning = ReasoningBlock() if first else None
-        self.seeker = AnswerStart(grammar, limit=self._preamble_limit) if first else None
+        self.seeker = AnswerStart(grammar, limit=preamble_limit(self.options)) if first else None
         self.stripped_shown = 0  # how much of the stream's stripped text the trace shows already
         self.read = 0  # characters received this round
         # The round read its character budget, or the run's time ran out: it ends as "length".
@@ -102,12 +102,6 @@ class DraftReader:
         self.closed_early = False  # the stream was closed at a cut or a closing fence (`finish`)
 
     # -- the reply, chunk by chunk --------------------------------------------------------------
-
-    @property
-    def _preamble_limit(self) -> int:
-        """How much of the first draft the answer's start is sought in: all of it by default."""
-        limit = self.options.max_preamble_chars
-        return self.options.max_draft_tokens * MAX_CHARS_PER_TOKEN if limit is None else limit
 
     def receive(self, chunk: str, stripped: str) -> bool:
         """Read a streamed chunk; False means: close the stream now. `stripped` is what the
@@ -201,7 +195,7 @@ class DraftReader:
         if seeker is None:
             raise RuntimeError("no answer start is being sought")
         if start is None:
-            if seeker.length < self._preamble_limit and not final:
+            if seeker.length < preamble_limit(self.options) and not final:
                 return True
             start = 0  # no answer found: treat the draft as an ordinary (cut) draft
         self.seeker = None
@@ -341,3 +335,9 @@ def _past_blanks(grammar: Grammar, text: str, start: int) -> int:
     if indented and grammar.checker().feed(text[line : end + 1]) == end + 1 - line:
         return line
     return end
+
+
+def preamble_limit(options: GuideOptions) -> int:
+    """How much of the first draft the answer's start is sought in: all of it by default."""
+    limit = options.max_preamble_chars
+    return options.max_draft_tokens * MAX_CHARS_PER_TOKEN if limit is None else limit
