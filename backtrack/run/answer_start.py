@@ -101,6 +101,17 @@ def sentence(line: str) -> bool:
     return plain >= len(words) - 1 and 4 * plain >= 3 * len(words)
 
 
+def commentary(text: str) -> bool:
+    """Whether `text`, dropped before the answer, reads as commentary: each of its lines is
+    blank, a code fence, a sentence, or ends as one does (`Sure!`, `Here you go:`). What does
+    not (`setpencolor blue`) may be answer text the answer's start was placed past."""
+    return all(
+        sentence(line) or line.rstrip()[-1:] in ".:!?" or line.lstrip().startswith(FENCE)
+        for line in text.splitlines()
+        if line.strip()
+    )
+
+
 def past_sentences(grammar: Grammar, text: str, start: int) -> int:
     """Where the answer starts when the lines from `start`'s own (all of it, `start` may be
     inside it) open with sentences the grammar happens to take (symbols in an S-expression, keys

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from backtrack.repair.search import Prefer, search
-from backtrack.run.answer_start import AnswerStart, past_sentences, preamble
+from backtrack.run.answer_start import AnswerStart, commentary, past_sentences, preamble
 from backtrack.run.fence import ClosingFence
 from backtrack.run.output import REPAIR_LIMITS
 from backtrack.run.reasoning import ReasoningBlock
@@ -216,7 +216,8 @@ class DraftReader:
             start = 0  # the reply is the answer with a slip, not a sentence around one
         if start:
             start = _past_blanks(self.grammar, received, start)
-        self.output.drop(received[:start], "preamble")
+        skipped = received[:start]
+        self.output.drop(skipped, "preamble" if commentary(skipped) else "before_answer")
         if self.fence is None:
             self.fence = ClosingFence.after_preamble(received[:start])
         return self._receive(received[start:]) if received[start:] else True

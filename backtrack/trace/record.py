@@ -31,6 +31,7 @@ TARGET_ORIGINS: frozenset[str] = frozenset({"correction", "healed", "forced"})
 
 DropReason = Literal[
     "preamble",  # before the answer: "Here is the JSON:", a fence opening
+    "before_answer",  # before where the answer was found, not reading as prose: maybe answer text
     "reasoning",  # a reasoning model's `<think> ... </think>` block before its answer
     "trailing",  # after a complete answer: prose, the blanks before it
     "fence",  # the closing fence of a fenced answer
@@ -38,9 +39,10 @@ DropReason = Literal[
     "unread",  # a failed attempt's text, received before its answer was found
 ]
 # Drops that may lose answer text: what follows a complete answer may be more of it (the read-ahead
-# of backtrack.run.draft keeps what one edit makes parse), or prose; a preamble or a fence is
-# neither.
-LOSS_REASONS: frozenset[str] = frozenset({"trailing"})
+# of backtrack.run.draft keeps what one edit makes parse), or prose; so may what comes before the
+# answer's start where it does not read as prose (`setpencolor blue`); a preamble or a fence does
+# not.
+LOSS_REASONS: frozenset[str] = frozenset({"trailing", "before_answer"})
 RoundKind = Literal["draft", "correction", "completion"]
 RoundEnd = Literal[
     "cut",  # the draft hit a byte the grammar cannot take

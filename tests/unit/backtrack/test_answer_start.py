@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from backtrack.run.answer_start import MAX_LIVE, SLICE, AnswerStart, sentence
+from backtrack.run.answer_start import MAX_LIVE, SLICE, AnswerStart, commentary, sentence
 from grammars import Grammar
 from grammars.checker import Checker
 
@@ -188,3 +188,20 @@ def test_nothing_past_the_limit_is_checked(monkeypatch: pytest.MonkeyPatch) -> N
 )
 def test_a_sentence_is_mostly_plain_words(line: str, is_sentence: bool) -> None:
     assert sentence(line) is is_sentence
+
+
+@pytest.mark.parametrize(
+    ("text", "reads_as_commentary"),
+    [
+        ("Here is the JSON:\n```json\n", True),
+        ("Sure!\n\n", True),
+        ("The sentiment is ", True),
+        ("Certainly. Below is the 6502 assembly program.\n\n", True),
+        ("setpencolor blue\n", False),  # a command of another dialect: maybe answer text
+        ("x = 1; y = 2\n", False),
+    ],
+)
+def test_what_is_dropped_before_an_answer_reads_as_commentary_or_not(
+    text: str, reads_as_commentary: bool
+) -> None:
+    assert commentary(text) is reads_as_commentary

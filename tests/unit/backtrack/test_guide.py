@@ -640,6 +640,17 @@ def test_blank_lines_go_with_the_text_they_set_apart_not_the_indent(chunk: int) 
     assert (result.text, result.repairs, result.api_calls) == (program, 0, 1)
 
 
+def test_text_skipped_before_the_answer_that_is_no_prose_counts_as_lost() -> None:
+    """Where the answer's start is placed past a line that reads as code (another dialect's
+    command), that line may be answer text: it is dropped as `before_answer` and counted lost,
+    not passed off as a preamble with everything kept."""
+    draft = "setpencolor blue\nrepeat 4 {\n    f100 r90\n}\n"
+    result = run(ScriptedAPI("", drafts=[draft]), load_unseen_grammar("turtle"), ScriptedTarget())
+    assert result.text == "repeat 4 {\n    f100 r90\n}\n"
+    assert [(d.reason, d.text) for d in result.drops] == [("before_answer", "setpencolor blue\n")]
+    assert result.lost_chars == len("setpencolorblue") and result.kept < 1
+
+
 @pytest.mark.parametrize("chunk", [0, 1, 3])
 def test_a_bracket_left_out_before_a_line_end_closes_free_text(chunk: int) -> None:
     """An INI section's name takes any character but `]` and a line end: at the line end its
