@@ -33,11 +33,25 @@ def check_prompt(prompt: object) -> Prompt:
                     f"prompt[{index}] must be a chat message, a dict with 'role' (str) and "
                     f"'content', not {type(message).__name__} {_short(message)}"
                 )
+            if not _is_content(message["content"]):
+                raise TypeError(
+                    f"prompt[{index}]['content'] must be a str or a list of content parts "
+                    f"(dicts), not {type(message['content']).__name__} "
+                    f"{_short(message['content'])}"
+                )
         return prompt
     raise TypeError(
         "prompt must be a str or a list of chat messages (dicts with 'role' and 'content'), "
         f"not {type(prompt).__name__} {_short(prompt)}"
     )
+
+
+def _is_content(content: object) -> bool:
+    """A message's content as the SDKs take it: text, parts (OpenAI's, Anthropic's blocks), or
+    None (an assistant message that only calls tools)."""
+    if content is None or isinstance(content, str):
+        return True
+    return isinstance(content, list) and all(isinstance(part, dict) for part in content)
 
 
 def _short(value: object) -> str:

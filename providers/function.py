@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from providers.base import AsyncDraftStream, Capabilities, DraftRequest, DraftStream, NoChunks
@@ -132,6 +133,7 @@ class FunctionDrafter:
             raise TypeError(f"{self.fn!r} is async: use adraft() (aguide) with it")
         if hasattr(result, "__aiter__"):
             raise TypeError(f"{self.fn!r} yields asynchronously: use adraft() (aguide) with it")
+        _check_result(result)
         stream = DraftStream(chunks=iter(()))
         if isinstance(result, str):
             stream.finish_reason = "stop"  # the whole reply is here, even if it is not all read
@@ -169,6 +171,7 @@ class FunctionDrafter:
         if inspect.isawaitable(result):
             with _translated():
                 result = await result
+        _check_result(result)
         stream = AsyncDraftStream(chunks=NoChunks())
         if isinstance(result, str):
             stream.finish_reason = "stop"  # the whole reply is here, even if it is not all read
@@ -203,6 +206,15 @@ class FunctionDrafter:
             aclose = getattr(source, "aclose", None)
             if aclose is not None:
                 await aclose()
+
+
+def _check_result(result: object) -> None:
+    """A function's result that iterates but is no stream of text (a dict's keys, a set's
+    items, bytes' numbers) is a ProviderError, not text made of its parts."""
+    if isinstance(result, (Mapping, AbstractSet, bytes, bytearray)):
+        raise ProviderError(
+            f"the drafter function returned {type(result).__name__}, not str or chunks of str"
+        )
 
 
 async def _aiter_sync(source: Iterator[Any]) -> AsyncIterator[Any]:

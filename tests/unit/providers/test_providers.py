@@ -42,6 +42,7 @@ from providers.align import (
     continued_text,
     instruction,
 )
+from providers.base import check_prompt
 from providers.clients import ClientKind, client_kind
 from providers.errors import ProviderError, redact
 from providers.sdk_errors import retry_after_seconds, to_provider_error
@@ -615,6 +616,22 @@ def test_function_gets_max_tokens_when_it_names_it() -> None:
 
     list(FunctionDrafter(fn).draft(DraftRequest(prompt="p", prefix="q", max_tokens=7)))
     assert seen == {"text": "pq", "max_tokens": 7}
+
+
+@pytest.mark.parametrize("returned", [{"a": 1}, {"a", "b"}, b'{"a": 1}'])
+def test_a_function_that_returns_no_text_is_an_error_not_text_of_its_parts(returned: object):
+    with pytest.raises(ProviderError, match="not str or chunks of str"):
+        FunctionDrafter(lambda text: returned).draft(DraftRequest(prompt="p"))
+
+
+@pytest.mark.parametrize("content", [5, ["a"], {"text": "x"}])
+def test_a_message_whose_content_is_no_text_nor_parts_is_refused(content: object) -> None:
+    prompt = [{"role": "user", "content": content}]
+    with pytest.raises(TypeError, match=r"prompt\[0\]\['content'\] must be a str or a list"):
+        check_prompt(prompt)
+    parts = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    assert check_prompt(parts) is parts
+    assert check_prompt([{"role": "assistant", "content": None}])
 
 
 def test_function_errors_become_provider_errors() -> None:
