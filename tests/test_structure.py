@@ -44,6 +44,11 @@ def module_name(path: Path) -> str:
 
 def imported(path: Path) -> set[str]:
     """Every project module `path` imports, anywhere in it."""
+    return {name for name in all_imports(path) if name.split(".")[0] in PACKAGES}
+
+
+def all_imports(path: Path) -> set[str]:
+    """Every module `path` imports, anywhere in it (absolute imports)."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
@@ -53,7 +58,7 @@ def imported(path: Path) -> set[str]:
             for alias in node.names:
                 sub = f"{node.module}.{alias.name}"
                 names.add(sub if sub in MODULES else node.module)
-    return {name for name in names if name.split(".")[0] in PACKAGES}
+    return names
 
 
 MODULES = {module_name(p): p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))}
@@ -135,7 +140,7 @@ def test_tests_and_benchmarks_share_only_tests_support() -> None:
     wrong: list[str] = []
     for path in sorted([*(ROOT / "tests").rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py")]):
         source = path.relative_to(ROOT).as_posix()
-        for name in _imports_of(path):
+        for name in all_imports(path):
             top = name.split(".")[:2]
             if source.startswith("tests/support/") and (
                 top[0] == "benchmarks" or (top[0] == "tests" and top[1:] != ["support"])
@@ -155,23 +160,13 @@ def test_tests_and_benchmarks_share_only_tests_support() -> None:
 _SUPPORT_MODULES = {p.stem for p in (ROOT / "tests" / "support").glob("*.py")} - {"__init__"}
 
 
-def _imports_of(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    return names
-
-
 def test_the_graph_is_read_from_the_tree() -> None:
     # The two tests above would pass on an empty graph: check the reader finds known edges.
     assert "grammars.errors" in GRAPH["providers.errors"]
     assert "grammars.shipped" in GRAPH["grammars.grammar"]
     assert {"providers.base", "backtrack.trace.record"} <= GRAPH["backtrack.run.loop"]
     assert all(name.split(".")[0] in PACKAGES for deps in GRAPH.values() for name in deps)
-    assert "tests.support.servers" in _imports_of(ROOT / "benchmarks" / "bench_serve.py")
+    assert "tests.support.servers" in all_imports(ROOT / "benchmarks" / "bench_serve.py")
 
 
 # Size limits for the packages' code, in lines (blank lines and docstrings count).
