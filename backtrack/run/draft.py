@@ -214,8 +214,7 @@ class DraftReader:
             and repairable(self.grammar, received, self.options.repair_window)
         ):
             start = 0  # the reply is the answer with a slip, not a sentence around one
-        if start:
-            start = _past_blanks(self.grammar, received, start)
+        start = _past_blanks(self.grammar, received, start) if start else 0
         skipped = received[:start]
         self.output.drop(skipped, "preamble" if commentary(skipped) else "before_answer")
         if self.fence is None:
