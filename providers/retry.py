@@ -50,7 +50,8 @@ INITIAL_BACKOFF = 0.5
 MAX_BACKOFF = 8.0
 """The exponential backoff stops growing here."""
 MAX_RETRY_AFTER = 60.0
-"""A longer Retry-After is cut to this: a guided generation should not hang for minutes."""
+"""A longer Retry-After is not waited for: the error, with its Retry-After, goes back at once (a
+guided generation should not hang for minutes, nor retry early against the provider's word)."""
 
 
 def without_sdk_retries(client: Any) -> Any:
@@ -67,12 +68,12 @@ def should_retry(exc: BaseException) -> bool:
 def backoff(attempt: int, exc: BaseException | None) -> float:
     """Seconds to wait after failed attempt number `attempt` (1-based) ended with `exc`.
 
-    The provider's Retry-After when it gave one (at most MAX_RETRY_AFTER), else exponential backoff
-    from INITIAL_BACKOFF, at most MAX_BACKOFF, less up to 25 % jitter so that clients that failed
-    together do not come back together. The module-level hook tests patch to zero.
+    The provider's Retry-After when it gave one, else exponential backoff from INITIAL_BACKOFF, at
+    most MAX_BACKOFF, less up to 25 % jitter so that clients that failed together do not come back
+    together. The module-level hook tests patch to zero.
     """
     if isinstance(exc, ProviderError) and exc.retry_after is not None:
-        return min(max(exc.retry_after, 0.0), MAX_RETRY_AFTER)
+        return max(exc.retry_after, 0.0)
     delay = min(INITIAL_BACKOFF * 2.0 ** max(attempt - 1, 0), MAX_BACKOFF)
     return delay * (1.0 - 0.25 * random.random())
 
@@ -83,7 +84,8 @@ _POLICY = tenacity.Retrying()
 
 def next_wait(attempt: int, exc: BaseException, max_attempts: int) -> float | None:
     """After failed attempt number `attempt` (1-based) ended with `exc`: the seconds to wait before
-    the next attempt, or None to give up (`exc` is not retryable, or `max_attempts` are spent).
+    the next attempt, or None to give up (`exc` is not retryable, its Retry-After is longer than
+    MAX_RETRY_AFTER, or `max_attempts` are spent).
 
     tenacity's strategies decide (stop after `max_attempts`, retry if `should_retry`), with
     `backoff` as the wait; no sleeping happens here."""
@@ -92,9 +94,13 @@ def next_wait(attempt: int, exc: BaseException, max_attempts: int) -> float | No
     state = tenacity.RetryCallState(_POLICY, None, (), {})
     state.attempt_number = attempt
     state.set_exception((type(exc), exc, exc.__traceback__))
-    if not tenacity.retry_if_exception(should_retry)(state):
+    if not tenacity.retry_if_exception(should_retry)(state) or _asks_too_long(exc):
         return None
     if tenacity.stop_after_attempt(max_attempts)(state):
         return None
     # Looked up at call time, so that patching `providers.retry.backoff` takes effect.
     return backoff(attempt, exc)
+
+
+def _asks_too_long(exc: BaseException) -> bool:
+    return isinstance(exc, ProviderError) and (exc.retry_after or 0.0) > MAX_RETRY_AFTER

@@ -415,6 +415,19 @@ def test_a_429_is_retried_then_passed_on_with_retry_after(serve: Serve, openai_s
     assert limited.value.response.headers["retry-after"] == "7"
 
 
+def test_a_429_that_asks_for_longer_than_a_run_waits_is_passed_on_at_once(
+    serve: Serve, openai_server: Any
+):
+    """Issue 24: Retry-After 999999999 was cut to a minute's wait per attempt; it goes back to the
+    client with its Retry-After after the one request, without a retry."""
+    client = oai(serve())
+    openai_server.script(error(429, headers={"Retry-After": "999999999"}), text(MENDED))
+    with pytest.raises(openai.RateLimitError) as limited:
+        client.chat.completions.create(model="m", messages=MESSAGES, response_format=JSON_SCHEMA)
+    assert limited.value.response.headers["retry-after"] == "999999999"
+    assert len(openai_server.exchanges) == 1
+
+
 def test_a_run_past_the_time_limit_is_a_504_with_its_partial_result(
     serve: Serve, openai_server: Any
 ):
