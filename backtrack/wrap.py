@@ -120,6 +120,7 @@ def wrap(
             defaults,
             openai_chat.read_kwargs,
             openai_chat.chat_completion,
+            openai_chat.asks_for_grammar,
         )
         chat = _Proxy(client.chat, completions=_Proxy(completions, create=create))
         return _Proxy(client, chat=chat)
@@ -130,6 +131,7 @@ def wrap(
             defaults,
             anthropic_messages.read_kwargs,
             anthropic_messages.message,
+            lambda kwargs: "grammar" in kwargs,
         )
         return _Proxy(client, messages=_Proxy(client.messages, create=create))
     raise TypeError(f"wrap() takes an OpenAI or Anthropic client, not {type(client).__name__}")
@@ -191,10 +193,11 @@ def _guided_create(
     defaults: _Defaults,
     read: ReadKwargs,
     respond: Respond,
+    guided: Callable[[dict[str, Any]], bool],
 ) -> Callable[..., Any]:
-    """`create` (or async `acreate`) that runs guide() when given `grammar=`, else `original`.
-    `read` takes the call apart (backtrack.wire); `respond(model, result)` gives the SDK
-    response."""
+    """`create` (or async `acreate`) that runs guide() where `guided(kwargs)` says the call asks
+    for a grammar (`grammar=`, or OpenAI's `response_format`), else `original`. `read` takes the
+    call apart (backtrack.wire); `respond(model, result)` gives the SDK response."""
 
     def setup(kwargs: dict[str, Any]) -> _Call:
         grammar, options = _split(kwargs, defaults)
@@ -207,7 +210,7 @@ def _guided_create(
     if kind is not None and kind.is_async:
 
         async def acreate(*args: Any, **kwargs: Any) -> Any:
-            if "grammar" not in kwargs:
+            if not guided(kwargs):
                 return await original(*args, **kwargs)
             call = setup(kwargs)
             result = await aguide(
@@ -222,7 +225,7 @@ def _guided_create(
         return acreate
 
     def create(*args: Any, **kwargs: Any) -> Any:
-        if "grammar" not in kwargs:
+        if not guided(kwargs):
             return original(*args, **kwargs)
         call = setup(kwargs)
         result = guide(

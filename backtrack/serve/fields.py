@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from backtrack.serve.errors import RequestError
+from backtrack.wire.openai_chat import response_format_schema
+from backtrack.wire.shape import MalformedBody
 from grammars import Grammar, GrammarLimits
 
 Kind = Literal["schema", "lark", "regex"]
@@ -114,24 +116,11 @@ def _structured(key: str, value: Any, field: str) -> GrammarSpec:
 
 
 def _response_format(value: Any) -> GrammarSpec | None:
-    kind = value.get("type") if isinstance(value, dict) else None
-    if kind == "json_object":
-        return GrammarSpec("schema", '{"type": "object"}', "response_format")
-    if kind == "json_schema":
-        inner = value.get("json_schema")
-        if not isinstance(inner, dict) or "schema" not in inner:
-            raise RequestError(
-                "response_format.json_schema must be an object with a `schema`",
-                param="response_format",
-            )
-        return GrammarSpec(
-            "schema", _schema_text(inner["schema"], "response_format"), "response_format"
-        )
-    if kind == "text":
-        return None
-    raise RequestError(
-        "response_format.type must be json_schema, json_object or text", param="response_format"
-    )
+    try:
+        schema = response_format_schema(value)
+    except MalformedBody as exc:
+        raise RequestError(str(exc), param=exc.param) from None
+    return None if schema is None else GrammarSpec("schema", schema, "response_format")
 
 
 def _schema_text(value: Any, field: str) -> str:

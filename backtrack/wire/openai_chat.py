@@ -7,6 +7,7 @@ events. `finish_reason` and `usage` serve the completions shape too.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
@@ -15,6 +16,7 @@ from backtrack.trace.result import GuideResult
 from backtrack.wire.shape import (
     EventStream,
     GuidedRequest,
+    MalformedBody,
     Shape,
     UpstreamKind,
     kwargs_messages,
@@ -72,6 +74,50 @@ class _ChatStream(EventStream):
     def end(self, result: GuideResult, extra: dict[str, Any]) -> bytes:
         last = {**self._chunk({}), "choices": [], "usage": usage(result), "backtrack": extra}
         return sse(self._chunk({}, finish_reason(result))) + sse(last) + sse("[DONE]")
+
+
+def response_format_schema(value: Any) -> str | None:
+    """The JSON schema, as JSON text, that an OpenAI `response_format` asks for: the schema of
+    `json_schema`, any object for `json_object`; None for `text` (MalformedBody otherwise). The
+    server (`response_format` in a body) and `wrap` (in a create() call) read it here alike."""
+    kind = value.get("type") if isinstance(value, dict) else None
+    if kind == "json_object":
+        return '{"type": "object"}'
+    if kind == "text":
+        return None
+    if kind != "json_schema":
+        raise MalformedBody(
+            "response_format.type must be json_schema, json_object or text",
+            param="response_format",
+        )
+    inner = value.get("json_schema")
+    schema = inner.get("schema") if isinstance(inner, dict) else None
+    if isinstance(schema, str):
+        return schema
+    if not isinstance(schema, dict):
+        raise MalformedBody(
+            "response_format.json_schema must be an object with a `schema` (a JSON schema)",
+            param="response_format",
+        )
+    return json.dumps(schema)  # its key order kept: the engine writes properties in it
+
+
+def asks_for_grammar(kwargs: dict[str, Any]) -> bool:
+    """Whether a create() call is guided: it gives `grammar=`, or a `response_format` of
+    json_schema or json_object, which becomes its grammar (taken out of what goes upstream: the
+    run enforces it). Both at once is a TypeError. A `response_format` it cannot read goes to
+    the SDK as it is."""
+    try:
+        schema = response_format_schema(kwargs.get("response_format", {"type": "text"}))
+    except MalformedBody:
+        schema = None
+    if schema is None:
+        return "grammar" in kwargs
+    if "grammar" in kwargs:
+        raise TypeError("give grammar= or a response_format schema, not both")
+    del kwargs["response_format"]
+    kwargs["grammar"] = json.loads(schema)
+    return True
 
 
 def read_kwargs(client: Any, kwargs: dict[str, Any]) -> tuple[OpenAIChatDrafter, list[Message]]:

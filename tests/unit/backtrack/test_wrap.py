@@ -29,6 +29,29 @@ def test_openai_grammar_call_returns_a_chat_completion(openai_server: Any, opena
     assert "grammar" not in openai_server.bodies[0]
 
 
+def test_a_response_format_schema_is_guided_like_grammar(openai_server: Any, openai_client: Any):
+    """Issue 25: `response_format` went upstream untouched; now its schema is the run's grammar,
+    and the request upstream carries no response_format (the run enforces it)."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    openai_server.script(text('Sure: {"a": 1}'))
+    client = wrap(openai_client())
+    fmt = {"type": "json_schema", "json_schema": {"name": "a", "schema": schema}}
+    reply = client.chat.completions.create(model="m", messages=MESSAGES, response_format=fmt)
+    assert reply.choices[0].message.content == '{"a": 1}'
+    assert reply.guide_result.valid and reply.guide_result.api_calls == 1
+    assert "response_format" not in openai_server.bodies[0]
+    with pytest.raises(TypeError, match="not both"):
+        client.chat.completions.create(
+            model="m", messages=MESSAGES, response_format=fmt, grammar="json"
+        )
+    openai_server.script(text("plain words"))
+    plain = client.chat.completions.create(
+        model="m", messages=MESSAGES, response_format={"type": "text"}
+    )
+    assert plain.choices[0].message.content == "plain words"
+    assert openai_server.bodies[-1]["response_format"] == {"type": "text"}
+
+
 def test_openai_without_grammar_passes_through(openai_server: Any, openai_client: Any):
     openai_server.script(text("plain words, no grammar"))
     client = wrap(openai_client())
