@@ -200,6 +200,10 @@ class Checker:
         self.chars = 0
         self.bytes = 0
         self.cut = False
+        self._line = 0  # where the text's last line starts
+        self._line_complete: bool | None = (
+            None  # whether the text is complete there (None: unknown)
+        )
 
     @property
     def text(self) -> str:
@@ -225,6 +229,25 @@ class Checker:
             raise TypeError(f"feed() takes str, not {type(chunk).__name__}")
         if self.cut or not chunk:
             return 0
+        # Fed in two where a line starts inside it, to know at no cost whether the text is
+        # complete where its last line starts (`last_line`).
+        line = chunk.rfind("\n") + 1
+        if 0 < line < len(chunk):
+            taken = self._feed(chunk[:line])
+            return taken if taken < line else taken + self._feed(chunk[line:])
+        return self._feed(chunk)
+
+    def last_line(self) -> tuple[int, bool]:
+        """Where the text's last line starts, and whether the text is complete there."""
+        if self._line_complete is None:
+            text, line = self.text, self._line
+            self.rollback(line)
+            self._line_complete = self.complete
+            self._feed(text[line:])
+        return self._line, self._line_complete
+
+    def _feed(self, chunk: str) -> int:
+        """`feed` for a chunk with no line end before its last character."""
         try:
             data = chunk.encode("utf-8")
         except UnicodeEncodeError as exc:
@@ -251,6 +274,10 @@ class Checker:
         taken = chunk if n == len(data) else data[:n].decode("utf-8")
         if taken:
             append_piece(self._parts, taken)
+        line = taken.rfind("\n") + 1
+        if line:
+            self._line = self.chars + line
+            self._line_complete = bool(self._matcher.is_accepting()) if line == len(taken) else None
         self.chars += len(taken)
         self.bytes += n
         self.cut = n < len(data)
@@ -333,6 +360,9 @@ class Checker:
         self.chars = chars
         self.bytes -= removed
         self.cut = False
+        if self._line > chars:
+            self._line = text.rfind("\n", 0, chars) + 1
+            self._line_complete = None
 
     def expected(self) -> tuple[str, ...]:
         """What may come next after `text`."""

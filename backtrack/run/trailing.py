@@ -86,14 +86,8 @@ def open_line_after_answer(output: Output) -> int | None:
     """Where the text's last line starts, when that line is not ended yet and the text is
     complete before it: the line may still turn out to be commentary after the answer
     (`prose_lines_after`), so nothing of it is final yet. None otherwise."""
-    text, checker = output.text, output.checker
-    start = text.rfind("\n") + 1
-    if start == 0 or start == len(text):
-        return None
-    checker.rollback(start)
-    complete = checker.complete
-    checker.feed(text[start:])
-    return start if complete else None
+    start, complete = output.checker.last_line()
+    return start if complete and 0 < start < output.chars else None
 
 
 def prose_lines_after(output: Output, rest: str, *, final: bool) -> int | None:
@@ -104,7 +98,7 @@ def prose_lines_after(output: Output, rest: str, *, final: bool) -> int | None:
     reads as a key and a value after one edit). None otherwise; also where the line starts as
     an earlier line of the document does (`SELECT`)."""
     text, checker = output.text, output.checker
-    start = text.rfind("\n") + 1
+    start, complete_at_start = checker.last_line()
     if start == 0:
         return None
     lines = [ln for ln in (text[start:] + rest).splitlines() if ln.strip()]
@@ -115,15 +109,16 @@ def prose_lines_after(output: Output, rest: str, *, final: bool) -> int | None:
         return None
     # The text is complete at the line's start, or before the blanks that end it (a grammar
     # that takes no blank line at the end of its text).
-    for end in dict.fromkeys((start, len(text[:start].rstrip()))):
-        if end < max(output.edit_end, output.promised):
-            continue
-        checker.rollback(end)
-        complete = checker.complete
-        checker.feed(text[end:])
-        if complete:
-            return end
-    return None
+    fixed = max(output.edit_end, output.promised)
+    if complete_at_start and start >= fixed:
+        return start
+    end = len(text[:start].rstrip())
+    if end < fixed:
+        return None
+    checker.rollback(end)
+    complete = checker.complete
+    checker.feed(text[end:])
+    return end if complete else None
 
 
 def drop_final_blanks(output: Output) -> None:

@@ -327,3 +327,32 @@ def test_feed_is_linear(small, big):
 
     base = min(cost(draft(small)) for _ in range(3))
     assert cost(draft(big)) < 40 * base
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_last_line_says_where_the_last_line_starts_and_whether_the_text_is_complete_there(
+    seed: int,
+) -> None:
+    """Kept as text is fed (in pieces with line ends anywhere) and rolled back: the same as
+    reading the text afresh."""
+    grammar = Grammar.load("csv")
+    doc = "id,name\n1,Ann\n2,Bob\n\n3,Cy\n"  # the blank line is refused: the check cuts there
+    rng = random.Random(seed)
+    checker = grammar.checker()
+
+    def expected() -> tuple[int, bool]:
+        start = checker.text.rfind("\n") + 1
+        fresh = grammar.checker()
+        fresh.feed(checker.text[:start])
+        return start, fresh.complete
+
+    at = 0
+    while at < len(doc) and not checker.cut:
+        size = rng.randint(1, 7)
+        checker.feed(doc[at : at + size])
+        at += size
+        assert checker.last_line() == expected()
+        if rng.random() < 0.3:
+            checker.rollback(rng.randint(0, checker.chars))
+            at = checker.chars
+            assert checker.last_line() == expected()
