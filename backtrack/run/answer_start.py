@@ -28,6 +28,7 @@ new checker in slices of `SLICE` characters, so no character is checked more tha
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -132,6 +133,39 @@ def past_sentences(grammar: Grammar, text: str, start: int) -> int:
     return at if grammar.checker().feed(rest) == len(rest) else start
 
 
+class _LineWords:
+    """The words of the reply's last line, counted once as it grows: whether the line up to any
+    offset reads as a `sentence`, in time linear in the line however often it is asked."""
+
+    def __init__(self, start: int = 0) -> None:
+        self.start = start  # where the line starts in the reply
+        # After each blank counted so far: its offset + 1, and the words and plain words before.
+        self._bounds = [start]
+        self._counts = [(0, 0)]
+        self._first = ""  # the line's first word, once counted
+
+    def sentence_to(self, text: str, end: int) -> bool:
+        """`sentence(text[self.start:end])`."""
+        counted = self._bounds[-1]
+        blank = _LAST_BLANK.search(text, counted, end) if end > counted else None
+        if blank is not None:
+            words, plain = self._counts[-1]
+            for word in text[counted : blank.start()].split():
+                self._first = self._first or word
+                words += 1
+                plain += _PLAIN_WORD.fullmatch(word) is not None
+            self._bounds.append(blank.start() + 1)
+            self._counts.append((words, plain))
+        at = bisect.bisect_right(self._bounds, end) - 1
+        words, plain = self._counts[at]
+        tail = text[self._bounds[at] : end].split()
+        words += len(tail)
+        plain += sum(_PLAIN_WORD.fullmatch(word) is not None for word in tail)
+        first = (self._first if at else "") or (tail[0] if tail else "")
+        return words >= 3 and first[:1].isalpha() and plain >= words - 1 and 4 * plain >= 3 * words
+
+
+_LAST_BLANK = re.compile(r"\s(?=\S*\Z)")
 _PLAIN_WORD = re.compile(r"[(\"'“‘]?[^\W\d_]+(?:['’-][^\W\d_]+)*[)\"'”’]?[.,;:!?…]*")
 
 
@@ -163,6 +197,7 @@ class AnswerStart:
         # Rule 4's best candidate so far: (not prose, length, -start).
         self._whole: tuple[bool, int, int] | None = None
         self.inside = False  # the offset found is rule 4's: an answer inside a sentence
+        self._line = _LineWords()  # the last line's words, for `_in_sentence`
 
     @property
     def text(self) -> str:
@@ -195,6 +230,9 @@ class AnswerStart:
     def _keep(self, text: str) -> None:
         if text:
             append_piece(self._parts, text)
+            line = text.rfind("\n") + 1
+            if line:
+                self._line = _LineWords(self.length + line)
             self.length += len(text)
 
     def _check(self, piece: str, start: int) -> int | None:
@@ -292,7 +330,9 @@ class AnswerStart:
         if final or run.newline:
             return False
         text = self.text
-        return sentence(text[text.rfind("\n", 0, run.start) + 1 : run.end])
+        if run.start >= self._line.start:  # on the last line: its words are counted as it grows
+            return self._line.sentence_to(text, run.end)
+        return sentence(text[text.rfind("\n", 0, run.start) + 1 : run.end])  # died before it
 
     def _sure(self, final: bool) -> bool:
         """Whether a valid start at offset 0 is the answer's: the reply is over, it does not
