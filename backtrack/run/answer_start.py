@@ -198,6 +198,10 @@ class AnswerStart:
         self._whole: tuple[bool, int, int] | None = None
         self.inside = False  # the offset found is rule 4's: an answer inside a sentence
         self._line = _LineWords()  # the last line's words, for `_in_sentence`
+        # What `prose` reads of the whole text, counted as it arrives (for `_sure`).
+        self._first_mark = ""  # the first character that is no blank
+        self._letters = 0
+        self._ink = 0  # the characters that are no blanks
 
     @property
     def text(self) -> str:
@@ -230,6 +234,9 @@ class AnswerStart:
     def _keep(self, text: str) -> None:
         if text:
             append_piece(self._parts, text)
+            self._letters += sum(c.isalpha() for c in text)
+            self._ink += sum(not c.isspace() for c in text)
+            self._first_mark = self._first_mark or text.lstrip()[:1]
             line = text.rfind("\n") + 1
             if line:
                 self._line = _LineWords(self.length + line)
@@ -339,10 +346,18 @@ class AnswerStart:
         read as prose (a streamed "Here" is a CSV record so far, and prose may follow that ends
         the run), or it is long and its first line no sentence (a grammar that takes words may
         take much of one: `An association list for Ada` is five symbols)."""
-        text = self.text
-        if final or not prose(text):
+        if final or not self._reads_as_prose():
             return True
-        return self.length >= LONG_RUN and not sentence(text.split("\n", 1)[0])
+        # The run from 0 has crossed no line end: the text is one line, the last.
+        return self.length >= LONG_RUN and not self._line.sentence_to(self.text, self.length)
+
+    def _reads_as_prose(self) -> bool:
+        """`prose(self.text)`, from counts kept as the text arrives."""
+        if not self._ink:
+            return True
+        return (self._first_mark.isalnum() or self._first_mark in _MARKDOWN) and (
+            2 * self._letters >= self._ink
+        )
 
     def _discard_dead(self) -> None:
         """Dead runs never qualify later (their reach only grows for later ones): keep only where
