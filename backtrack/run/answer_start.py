@@ -104,13 +104,20 @@ def sentence(line: str) -> bool:
 
 def commentary(text: str) -> bool:
     """Whether `text`, dropped before the answer, reads as commentary: each of its lines is
-    blank, a code fence, a sentence, or ends as one does (`Sure!`, `Here you go:`). What does
-    not (`setpencolor blue`) may be answer text the answer's start was placed past."""
+    blank, a code fence, a markdown heading (`### Solution`), a sentence, or ends as one does
+    (`Sure!`, `Here you go:`). What does not (`setpencolor blue`) may be answer text the
+    answer's start was placed past."""
     return all(
-        sentence(line) or line.rstrip()[-1:] in ".:!?" or line.lstrip().startswith(FENCE)
+        sentence(line)
+        or line.rstrip()[-1:] in ".:!?"
+        or line.lstrip().startswith(FENCE)
+        or _HEADING.match(line) is not None
         for line in text.splitlines()
         if line.strip()
     )
+
+
+_HEADING = re.compile(r"\s*#{1,6} +\w")
 
 
 def past_sentences(grammar: Grammar, text: str, start: int) -> int:

@@ -11,6 +11,7 @@ the cut and the rest is kept, rejected, for the loop to decide on.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -201,11 +202,7 @@ class DraftReader:
         self.seeker = None
         received = seeker.text
         found, start = start, past_sentences(self.grammar, received, start)
-        if (
-            start
-            and not preamble(received[:start])
-            and repairable(self.grammar, received[:start], self.options.repair_window)
-        ):
+        if start and self._slipped_answer(received, start):
             start = 0  # a slip early in the answer, for the repairs, not a preamble to drop
         elif (
             start == found
@@ -220,6 +217,20 @@ class DraftReader:
         if self.fence is None:
             self.fence = ClosingFence.after_preamble(received[:start])
         return self._receive(received[start:]) if received[start:] else True
+
+    def _slipped_answer(self, received: str, start: int) -> bool:
+        """Whether the text before the answer's `start` is the answer with a slip early on:
+        it reads as code, and the repairs make it fit (`x = 1; y = 2; `, `; a comment`); or it
+        reads as no commentary, does not open as a sentence does (`Turtle program v2`), and the
+        repairs that make the reply fit from its first character change fewer characters than
+        dropping the text would (`setpencolor blue` for `c blue`)."""
+        skipped, window = received[:start], self.options.repair_window
+        if not preamble(skipped) and repairable(self.grammar, skipped, window):
+            return True
+        if commentary(skipped) or _CAPITALISED.match(skipped):
+            return False
+        cost = repair_cost(self.grammar, received, start, window)
+        return cost is not None and cost < len("".join(skipped.split()))
 
     def _take(self, chunk: str) -> bool:
         """Check the answer's next piece: commit what fits; at a cut, read on for a repair where
@@ -321,6 +332,33 @@ def repairable(grammar: Grammar, text: str, window: int) -> bool:
         search(checker, text[taken : taken + window], final=False, floor=0, limits=REPAIR_LIMITS)
         is not None
     )
+
+
+def repair_cost(grammar: Grammar, text: str, start: int, window: int) -> int | None:
+    """The characters the repairs remove and insert after which `text` fits from its first
+    character to `_PAST_START` characters past `start`: the answer read from the reply's start,
+    against its start placed at `start`. None where that takes more than `_EARLY_REPAIRS`
+    repairs, or a cut has none."""
+    checker = grammar.checker()
+    end = min(len(text), start + _PAST_START)
+    at, cost = 0, 0
+    for _ in range(_EARLY_REPAIRS + 1):
+        at += checker.feed(text[at:end])
+        if at == end:
+            return cost
+        edit = search(checker, text[at : at + window], final=False, floor=0, limits=REPAIR_LIMITS)
+        if edit is None:
+            return None
+        checker.rollback(checker.chars - edit.back)
+        checker.feed(edit.insert)
+        at += edit.skip
+        cost += len(edit.deleted) + len(edit.skipped) + len(edit.insert)
+    return None
+
+
+_EARLY_REPAIRS = 3  # repairs at most before an answer read from the reply's start fits
+_PAST_START = 16  # characters past a found start that the reply read from its start must fit
+_CAPITALISED = re.compile(r"\s*[A-Z][a-z]")  # a sentence's first word
 
 
 def _past_blanks(grammar: Grammar, text: str, start: int) -> int:

@@ -207,6 +207,8 @@ def test_a_sentence_is_mostly_plain_words(line: str, is_sentence: bool) -> None:
         ("Certainly. Below is the 6502 assembly program.\n\n", True),
         ("setpencolor blue\n", False),  # a command of another dialect: maybe answer text
         ("x = 1; y = 2\n", False),
+        ("### Turtle program v2\n\n", True),  # a markdown heading
+        ("#define N 4\n", False),
     ],
 )
 def test_what_is_dropped_before_an_answer_reads_as_commentary_or_not(

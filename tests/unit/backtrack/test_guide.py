@@ -640,15 +640,29 @@ def test_blank_lines_go_with_the_text_they_set_apart_not_the_indent(chunk: int) 
     assert (result.text, result.repairs, result.api_calls) == (program, 0, 1)
 
 
-def test_text_skipped_before_the_answer_that_is_no_prose_counts_as_lost() -> None:
-    """Where the answer's start is placed past a line that reads as code (another dialect's
-    command), that line may be answer text: it is dropped as `before_answer` and counted lost,
-    not passed off as a preamble with everything kept."""
+def test_a_first_line_the_repairs_keep_for_less_than_dropping_it_is_the_answers() -> None:
+    """A first line of another dialect's command (`setpencolor blue`, for `c blue`), after which
+    the reply runs valid: read from the reply's start, one repair makes it fit, which costs
+    less than dropping the line as a preamble would. Before, the line was dropped."""
     draft = "setpencolor blue\nrepeat 4 {\n    f100 r90\n}\n"
     result = run(ScriptedAPI("", drafts=[draft]), load_unseen_grammar("turtle"), ScriptedTarget())
+    assert (result.text, result.repairs, result.drops) == ("c blue" + draft[16:], 1, ())
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["#define SIDE 100 // the length of each side\n", "Let me know:)\n", "Turtle program v2\n"],
+)
+def test_text_skipped_before_the_answer_that_is_no_prose_counts_as_lost(line: str) -> None:
+    """Where the answer's start is placed past a line that reads as no commentary, and the
+    repairs would cost more than dropping it, that line may still be answer text: it is
+    dropped as `before_answer` and counted lost, not passed off as a preamble with everything
+    kept. (A line that opens as a sentence does is not repaired into a command: `c program v`.)"""
+    draft = line + "repeat 4 {\n    f100 r90\n}\n"
+    result = run(ScriptedAPI("", drafts=[draft]), load_unseen_grammar("turtle"), ScriptedTarget())
     assert result.text == "repeat 4 {\n    f100 r90\n}\n"
-    assert [(d.reason, d.text) for d in result.drops] == [("before_answer", "setpencolor blue\n")]
-    assert result.lost_chars == len("setpencolorblue") and result.kept < 1
+    assert [(d.reason, d.text) for d in result.drops] == [("before_answer", line)]
+    assert result.lost_chars == len("".join(line.split())) and result.kept < 1
 
 
 @pytest.mark.parametrize("chunk", [0, 1, 3])
