@@ -1,4 +1,4 @@
-.PHONY: setup demo test lint bench test-latest lock
+.PHONY: setup demo test lint docs bench test-latest lock
 
 setup:
 	@bash scripts/setup.sh
@@ -11,8 +11,13 @@ lint: setup
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy
 
+# The API reference from the docstrings (docs/, Sphinx) into build/docs/index.html. Strict: a
+# reference that resolves to nothing, or a docstring that reStructuredText misreads, fails it.
+docs: setup
+	.venv/bin/sphinx-build -E -n -W --keep-going -q -b html docs build/docs
+
 # Everything, models and slow tables included (the daily `pytest` leaves out `model` and `slow`).
-test: lint
+test: lint docs
 	.venv/bin/python -m pytest -m ""
 
 bench: setup

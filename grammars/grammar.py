@@ -139,8 +139,9 @@ class Grammar:
     def from_file(
         cls, path: str | Path, *, limits: GrammarLimits | None = None, start: str | None = None
     ) -> Grammar:
-        """A Lark grammar read from a file; its relative `%import`s (`%import .other.rule`) are
-        read from the file's folder, as lark reads them. Errors name the file, line and column."""
+        """A Lark grammar read from a file; its relative `%import` lines (`%import .other.rule`)
+        are read from the file's folder, as lark reads them. Errors name the file, line and
+        column."""
         path = Path(path)
         try:
             text = path.read_text(encoding="utf-8")

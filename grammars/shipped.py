@@ -34,6 +34,8 @@ def _json_keys(n: int = 3) -> str:
 
 
 PARAMETRIC: dict[str, Callable[..., str]] = {"json_keys": _json_keys}
+"""The shipped grammars built from parameters: each name's function takes them as keywords and
+gives the Lark text (`source("json_keys", n=5)`)."""
 
 
 def names() -> list[str]:

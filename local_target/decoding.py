@@ -38,17 +38,17 @@ from local_target.sampling import Sampling, choose
 from local_target.speculation import Cursor, TokenSequence
 from local_target.vocab import Vocabulary
 
-# How a token was chosen: "healed" (re-chose the backed-off last committed token), "forced" (the
-# only one the grammar allows, no sampling), "sampled" (the model's own choice, which the grammar
-# allowed), "masked" (chosen under the full grammar mask after the model's choice was refused),
-# "closing" (chosen with a bias towards closing tokens, in the last part of a completion budget).
 TokenFlag = Literal["healed", "forced", "sampled", "masked", "closing"]
-# When a correction stops besides its budget: at the end of a lexeme ("terminal"), at a full
-# sentence of the grammar or the budget ("complete"), or after that many tokens (an int).
+"""How a token was chosen: "healed" (re-chose the backed-off last committed token), "forced" (the
+only one the grammar allows, no sampling), "sampled" (the model's own choice, which the grammar
+allowed), "masked" (chosen under the full grammar mask after the model's choice was refused),
+"closing" (chosen with a bias towards closing tokens, in the last part of a completion budget)."""
 Until = Literal["terminal", "complete"] | int
-# Why a correction stopped: "eos" (the model ended: EOS, or at a complete point a choice past the
-# grammar's end), "grammar_end" (nothing may follow), "terminal" (a lexeme ended), "max_tokens".
+"""When a correction stops besides its budget: at the end of a lexeme ("terminal"), at a full
+sentence of the grammar or the budget ("complete"), or after that many tokens (an int)."""
 StopReason = Literal["eos", "grammar_end", "terminal", "max_tokens"]
+"""Why a correction stopped: "eos" (the model ended: EOS, or at a complete point a choice past the
+grammar's end), "grammar_end" (nothing may follow), "terminal" (a lexeme ended), "max_tokens"."""
 
 
 @dataclass(frozen=True)

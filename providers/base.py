@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Message = dict[str, Any]
+"""One chat message, as the SDKs take it: a dict with a str "role" and a "content"."""
 Prompt = str | Sequence[Message]
+"""What a run is asked: a str, or a sequence of chat messages (check_prompt)."""
 
 
 def check_prompt(prompt: object) -> Prompt:

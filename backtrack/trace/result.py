@@ -18,39 +18,56 @@ class GuideResult:
     """The outcome of guide(): `text`, whether it is `valid` (parses), and the full `trace`."""
 
     text: str
+    """The output: the committed text, a sentence of the grammar when `valid`."""
     valid: bool
+    """`complete`, and a JSON schema's validator takes the text (where the grammar has one)."""
     complete: bool
+    """The text is a full sentence of the grammar."""
     stop_reason: StopReason
+    """Why the run ended: "complete", "trailing_dropped" (complete; the drafter's rest was
+    dropped), "target_completed" (the corrections ran out; the target finished the text),
+    "max_corrections" (they ran out with `complete_on_budget=False`), "incomplete" (the target
+    could not finish within its tokens), "error" (on a partial result)."""
     trace: Trace
+    """Every span of the text with its origin, every round, every drop."""
     seconds: float
+    """The run's wall time."""
     grammar: Grammar | None = field(default=None, repr=False, compare=False)
+    """The grammar the run was held to (for `tree`)."""
 
     @property
     def rounds(self) -> int:
+        """Draft, correction and completion rounds in all."""
         return len(self.trace.rounds)
 
     @property
     def api_calls(self) -> int:
+        """Requests sent to the drafter, retries included (Trace.api_calls)."""
         return self.trace.api_calls
 
     @property
     def corrections(self) -> int:
+        """Rounds of the local target (Trace.corrections)."""
         return self.trace.corrections
 
     @property
     def repairs(self) -> int:
+        """Edits made inside draft rounds, with no API call (Trace.repairs)."""
         return self.trace.repairs
 
     @property
     def accepted_chars(self) -> int:
+        """Characters of the drafter's text in the output, reused ones included."""
         return self.trace.accepted_chars
 
     @property
     def rejected_chars(self) -> int:
+        """Characters of the drafter's text left out: rejected, dropped, skipped or deleted."""
         return self.trace.rejected_chars
 
     @property
     def local_tokens(self) -> int:
+        """Tokens the local target wrote."""
         return self.trace.local_tokens
 
     @property
@@ -70,10 +87,12 @@ class GuideResult:
 
     @property
     def reused_chars(self) -> int:
+        """Characters of a cut draft's rest kept after a correction (origin "reused")."""
         return self.trace.reused_chars
 
     @property
     def usage(self) -> Usage:
+        """API token usage summed over rounds, as the provider reported it."""
         return self.trace.usage
 
     @functools.cached_property
@@ -90,6 +109,7 @@ class GuideResult:
         )
 
     def save_html(self, path: str | Path) -> Path:
+        """Writes `to_html()` to `path`, and returns the path."""
         path = Path(path)
         path.write_text(self.to_html(), encoding="utf-8")
         return path
