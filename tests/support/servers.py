@@ -7,6 +7,11 @@ One `MockServer` answers
     POST /v1/messages            Anthropic Messages: message_start, content_block_start,
                                  content_block_delta..., content_block_stop, message_delta (usage),
                                  message_stop; or one JSON message
+    POST /v1/responses           OpenAI Responses: response.created, response.in_progress,
+                                 response.output_item.added, response.content_part.added,
+                                 response.output_text.delta..., the three `.done` events,
+                                 response.completed (usage; response.incomplete for "length");
+                                 or one JSON response
 
 so the real SDKs can be pointed at it with `base_url`. Each request takes the next `Reply` from
 the queue (`server.script(...)`), or asks `server.responder(request_json)` for one when the queue
@@ -122,6 +127,7 @@ class Exchange:
 Responder = Callable[[Any], "str | Reply"]
 
 _STOP_REASONS = {"stop": "end_turn", "length": "max_tokens"}
+_RESPONSES = "/v1/responses"
 
 
 class ClientGone(Exception):
@@ -260,7 +266,7 @@ class _Handler(Handler):
     def _answer(self, exchange: Exchange, reply: Reply) -> None:
         path = self.path.split("?")[0]
         anthropic = path == "/v1/messages"
-        if path not in ("/v1/chat/completions", "/v1/completions", "/v1/messages"):
+        if path not in ("/v1/chat/completions", "/v1/completions", "/v1/messages", _RESPONSES):
             self._send_json(404, {"error": {"message": f"no route {path}"}}, {})
             return
         if reply.status >= 400:
@@ -278,6 +284,8 @@ class _Handler(Handler):
             return
         if anthropic:
             self._anthropic(exchange, reply, streaming)
+        elif path == _RESPONSES:
+            self._responses(exchange, reply, streaming)
         else:
             self._openai(exchange, reply, streaming, chat=path == "/v1/chat/completions")
 
@@ -432,6 +440,95 @@ class _Handler(Handler):
         )
         self._event({"type": "message_stop"}, "message_stop")
         self._end_stream()
+
+    def _responses(self, exchange: Exchange, reply: Reply, streaming: bool) -> None:
+        """The Responses API: typed events, each named by `event:` and numbered."""
+        body = exchange.body if isinstance(exchange.body, dict) else {}
+        model = body.get("model", "model")
+        if not streaming:
+            exchange.chunks_sent = len(reply.pieces())
+            self._send_json(200, self._response(exchange, reply, model, reply.text), reply.headers)
+            return
+        numbers = iter(range(1 << 30))
+
+        def event(kind: str, **fields: Any) -> None:
+            self._event({"type": kind, "sequence_number": next(numbers), **fields}, kind)
+
+        self._start_stream(reply.headers)
+        started = {**self._response(exchange, reply, model, None), "status": "in_progress"}
+        event("response.created", response=started)
+        event("response.in_progress", response=started)
+        where = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
+        if not reply.no_choices:
+            item = {**_message_item(""), "status": "in_progress", "content": []}
+            event("response.output_item.added", output_index=0, item=item)
+            event("response.content_part.added", part=_output_text(""), **where)
+
+        def delta(piece: str) -> None:
+            event("response.output_text.delta", delta=piece, logprobs=[], **where)
+
+        if not self._text_chunks(exchange, reply, delta):
+            return
+        if reply.unfinished:
+            self._end_stream()
+            return
+        if reply.stream_error is not None:
+            event("error", code=reply.stream_error, message="scripted stream error", param=None)
+            self._end_stream()
+            return
+        sent = "".join(reply.pieces()[: exchange.chunks_sent])
+        if not reply.no_choices:
+            event("response.output_text.done", text=sent, logprobs=[], **where)
+            event("response.content_part.done", part=_output_text(sent), **where)
+            event("response.output_item.done", output_index=0, item=_message_item(sent))
+        done = self._response(exchange, reply, model, sent)
+        event(f"response.{done['status']}", response=done)
+        self._end_stream()
+
+    def _response(
+        self, exchange: Exchange, reply: Reply, model: str, sent: str | None
+    ) -> dict[str, Any]:
+        """A Response object: `sent` its text (None: none yet, no usage)."""
+        length = reply.finish_reason == "length"
+        response: dict[str, Any] = {
+            "id": "resp_1",
+            "object": "response",
+            "created_at": 0,
+            "status": "incomplete" if length else "completed",
+            "incomplete_details": {"reason": "max_output_tokens"} if length else None,
+            "error": None,
+            "model": model,
+            "output": [] if sent is None or reply.no_choices else [_message_item(sent)],
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "usage": None,
+        }
+        if sent is not None:
+            prompt, completion = self._usage(exchange, reply)
+            response["usage"] = {
+                "input_tokens": prompt,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": completion,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": prompt + completion,
+            }
+        return response
+
+
+def _output_text(text: str) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": []}
+
+
+def _message_item(text: str) -> dict[str, Any]:
+    content = [_output_text(text)]
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "status": "completed",
+        "role": "assistant",
+        "content": content,
+    }
 
 
 class _Server(ThreadingHTTPServer):
