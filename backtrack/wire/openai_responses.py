@@ -194,7 +194,5 @@ def response(model: str, result: GuideResult) -> GuidedResponse:
     body = response_body(model, result, uuid.uuid4().hex, time.time())
     # Built as the SDK builds a reply it reads (its own `construct`, nested types included), not
     # validated: each release of Response adds required fields (usage details) an API fills.
-    reply: GuidedResponse = with_guide_result(Response).model_construct(
-        **body, guide_result=result
-    )
+    reply: GuidedResponse = with_guide_result(Response).model_construct(**body, guide_result=result)
     return reply
