@@ -258,6 +258,27 @@ class _Handler(Handler):
             return False
         return True
 
+    def _text_to_end(
+        self,
+        exchange: Exchange,
+        reply: Reply,
+        send: Callable[[str], None],
+        error_event: Callable[[], None],
+    ) -> bool:
+        """Send the text chunks; False when the stream ended there as scripted (dropped,
+        `unfinished`, or `stream_error`: `error_event()` sent, then the end), True when it goes
+        on to its proper end."""
+        if not self._text_chunks(exchange, reply, send):
+            return False
+        if reply.unfinished:
+            self._end_stream()
+            return False
+        if reply.stream_error is not None:
+            error_event()
+            self._end_stream()
+            return False
+        return True
+
     def _usage(self, exchange: Exchange, reply: Reply) -> tuple[int, int]:
         return reply.usage or (7, max(exchange.chunks_sent, 1))
 
@@ -345,14 +366,13 @@ class _Handler(Handler):
             first = choice_chunk("")
             first["choices"][0]["delta"]["role"] = "assistant"
             self._event(first)
-        if not self._text_chunks(exchange, reply, lambda piece: self._event(choice_chunk(piece))):
-            return
-        if reply.unfinished:
-            self._end_stream()
-            return
-        if reply.stream_error is not None:
-            self._event({"error": {"message": "scripted stream error", "type": reply.stream_error}})
-            self._end_stream()
+        failure = {"error": {"message": "scripted stream error", "type": reply.stream_error}}
+        if not self._text_to_end(
+            exchange,
+            reply,
+            lambda piece: self._event(choice_chunk(piece)),
+            lambda: self._event(failure),
+        ):
             return
         self._event(choice_chunk(None, reply.finish_reason))
         options = body.get("stream_options") or {}
@@ -418,15 +438,13 @@ class _Handler(Handler):
             }
             self._event(event, "content_block_delta")
 
-        if not self._text_chunks(exchange, reply, delta):
-            return
-        if reply.unfinished:
-            self._end_stream()
-            return
-        if reply.stream_error is not None:
-            failure = {"type": reply.stream_error, "message": "scripted stream error"}
-            self._event({"type": "error", "error": failure}, "error")
-            self._end_stream()
+        failure = {"type": reply.stream_error, "message": "scripted stream error"}
+        if not self._text_to_end(
+            exchange,
+            reply,
+            delta,
+            lambda: self._event({"type": "error", "error": failure}, "error"),
+        ):
             return
         self._event({"type": "content_block_stop", "index": 0}, "content_block_stop")
         _, completion = self._usage(exchange, reply)
@@ -467,14 +485,12 @@ class _Handler(Handler):
         def delta(piece: str) -> None:
             event("response.output_text.delta", delta=piece, logprobs=[], **where)
 
-        if not self._text_chunks(exchange, reply, delta):
-            return
-        if reply.unfinished:
-            self._end_stream()
-            return
-        if reply.stream_error is not None:
-            event("error", code=reply.stream_error, message="scripted stream error", param=None)
-            self._end_stream()
+        if not self._text_to_end(
+            exchange,
+            reply,
+            delta,
+            lambda: event("error", code=reply.stream_error, message="scripted stream error"),
+        ):
             return
         sent = "".join(reply.pieces()[: exchange.chunks_sent])
         if not reply.no_choices:
