@@ -108,11 +108,12 @@ def wrap(
     options: GuideOptions | None = None,
     **option_changes: Any,
 ) -> Any:
-    """`client` with `grammar=` on `chat.completions.create` (OpenAI) or `messages.create`
-    (Anthropic). `target` (the local model) and `options` (a GuideOptions, or single options as
-    keywords) apply to every guided call. A guided call may change them for itself by name
-    (`create(..., grammar="json", max_corrections=2, target=...)`) or give `guide_options=`; its
-    `max_tokens` is the budget of each draft request (max_draft_tokens)."""
+    """`client` with `grammar=` on `chat.completions.create` and `responses.create` (OpenAI) or
+    `messages.create` (Anthropic). `target` (the local model) and `options` (a GuideOptions, or
+    single options as keywords) apply to every guided call. A guided call may change them for
+    itself by name (`create(..., grammar="json", max_corrections=2, target=...)`) or give
+    `guide_options=`; its `max_tokens` (`max_output_tokens`) is the budget of each draft request
+    (max_draft_tokens)."""
     defaults = _Defaults(
         target, resolve("wrap", options, option_changes, also=("target", "options"))
     )
