@@ -119,38 +119,33 @@ def wrap(
     )
     kind = client_kind(client)
     if kind is not None and kind.sdk == "openai":
-        completions, responses = client.chat.completions, client.responses
-        chat = _guided_create(
+        chat = _guided(
             client,
-            completions.create,
+            client.chat.completions,
             defaults,
             OpenAIChat(),
             openai_chat.read_kwargs,
             openai_chat.chat_completion,
         )
-        respond = _guided_create(
+        responses = _guided(
             client,
-            responses.create,
+            client.responses,
             defaults,
             OpenAIResponses(),
             openai_responses.read_kwargs,
             openai_responses.response,
         )
-        return _Proxy(
-            client,
-            chat=_Proxy(client.chat, completions=_Proxy(completions, create=chat)),
-            responses=_Proxy(responses, create=respond),
-        )
+        return _Proxy(client, chat=_Proxy(client.chat, completions=chat), responses=responses)
     if kind is not None and kind.sdk == "anthropic":
-        create = _guided_create(
+        messages = _guided(
             client,
-            client.messages.create,
+            client.messages,
             defaults,
             AnthropicMessages(),
             anthropic_messages.read_kwargs,
             anthropic_messages.message,
         )
-        return _Proxy(client, messages=_Proxy(client.messages, create=create))
+        return _Proxy(client, messages=messages)
     raise TypeError(f"wrap() takes an OpenAI or Anthropic client, not {type(client).__name__}")
 
 
@@ -204,18 +199,19 @@ def _refuse_mistyped_options(kwargs: dict[str, Any], original: Callable[..., Any
 _CREATE_KEYWORDS = ("grammar", "target", "guide_options")
 
 
-def _guided_create(
+def _guided(
     client: Any,
-    original: Callable[..., Any],
+    resource: Any,
     defaults: _Defaults,
     shape: Shape,
     read: ReadKwargs,
     respond: Respond,
-) -> Callable[..., Any]:
-    """`create` (or async `acreate`) that runs guide() where the call asks for a grammar
-    (`grammar=`, or the shape's structured-output field: `guided_by_format`), else `original`.
-    `read` takes the call apart (the shape's `read_kwargs`); `respond(model, result)` gives the
-    SDK response."""
+) -> _Proxy:
+    """The SDK `resource` (`chat.completions`, `responses`, `messages`) whose `create` (or async
+    `create`) runs guide() where the call asks for a grammar (`grammar=`, or the shape's
+    structured-output field: `guided_by_format`), else the SDK's own. `read` takes the call apart
+    (the shape's `read_kwargs`); `respond(model, result)` gives the SDK response."""
+    original = resource.create
 
     def setup(kwargs: dict[str, Any]) -> _Call:
         grammar, options = _split(kwargs, defaults)
@@ -240,7 +236,7 @@ def _guided_create(
             )
             return respond(call.drafter.model, result)
 
-        return acreate
+        return _Proxy(resource, create=acreate)
 
     def create(*args: Any, **kwargs: Any) -> Any:
         if not guided_by_format(kwargs, shape):
@@ -251,4 +247,4 @@ def _guided_create(
         )
         return respond(call.drafter.model, result)
 
-    return create
+    return _Proxy(resource, create=create)
