@@ -57,7 +57,7 @@ class Reply:
     malformed: bool = False
     # Seconds to wait before each text chunk (gives a client time to hang up).
     delay: float = 0.0
-    finish_reason: str = "stop"  # or "length"
+    finish_reason: str = "stop"  # or "length"; Responses: "failed" (the run failed upstream)
     # End the stream cleanly right after the text: no finish reason, no [DONE] / message_stop.
     unfinished: bool = False
     # Cut the text into chunks of UTF-16 code units, so an astral character's surrogate pair may
@@ -506,13 +506,15 @@ class _Handler(Handler):
     ) -> dict[str, Any]:
         """A Response object: `sent` its text (None: none yet, no usage)."""
         length = reply.finish_reason == "length"
+        failed = reply.finish_reason == "failed"
+        status = "incomplete" if length else "failed" if failed else "completed"
         response: dict[str, Any] = {
             "id": "resp_1",
             "object": "response",
             "created_at": 0,
-            "status": "incomplete" if length else "completed",
+            "status": status,
             "incomplete_details": {"reason": "max_output_tokens"} if length else None,
-            "error": None,
+            "error": {"code": "server_error", "message": "scripted failure"} if failed else None,
             "model": model,
             "output": [] if sent is None or reply.no_choices else [_message_item(sent)],
             "parallel_tool_calls": True,

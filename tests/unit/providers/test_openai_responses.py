@@ -63,6 +63,18 @@ def test_an_error_event_is_a_provider_error(
     assert failed.value.request_id == stream.request_id
 
 
+def test_a_failed_response_is_a_retryable_provider_error(
+    openai_server: MockServer, openai_client: Any
+):
+    openai_server.script(text("abc", finish_reason="failed"))
+    stream = OpenAIResponsesDrafter(openai_client(), "m").draft(DraftRequest(prompt="p"))
+    with pytest.raises(
+        ProviderError, match="server_error in the stream: scripted failure"
+    ) as failed:
+        list(stream)
+    assert failed.value.retryable
+
+
 @pytest.mark.anyio
 async def test_responses_async(openai_server: MockServer, openai_client: Any):
     openai_server.script(text("[1, 2]", usage=(3, 2)))
