@@ -5,11 +5,13 @@
     reply.choices[0].message.content        # the guided text: always parses
     reply.guide_result                      # the GuideResult: trace, counts, to_html()
 
-Works for OpenAI, AsyncOpenAI (chat.completions.create) and Anthropic, AsyncAnthropic
-(messages.create). Without `grammar=` a call goes to the SDK untouched, and so does everything else
-on the client. The response is the SDK's usual type (a subclass carrying `guide_result`). A type
-checker sees the SDK's client back, its create() taking `grammar=` too
-(backtrack.wire.guided_clients).
+Works for OpenAI, AsyncOpenAI (chat.completions.create, responses.create) and Anthropic,
+AsyncAnthropic (messages.create). The grammar may also come as the SDK's own structured-output
+argument: chat's `response_format`, Responses' `text={"format": ...}`, Anthropic's `output_format`
+or `output_config={"format": ...}` (backtrack.wire, `Shape.take_format`); it is then not sent
+upstream. Without a grammar a call goes to the SDK untouched, and so does everything else on the
+client. The response is the SDK's usual type (a subclass carrying `guide_result`). A type checker
+sees the SDK's client back, its create() taking `grammar=` too (backtrack.wire.guided_clients).
 """
 
 from __future__ import annotations
@@ -23,8 +25,11 @@ from typing import TYPE_CHECKING, Any, overload
 from backtrack.run.guide import aguide, guide
 from backtrack.run.options import GuideOptions, option_names, resolve, unknown_option
 from backtrack.trace.result import GuideResult
-from backtrack.wire import anthropic_messages, openai_chat
-from backtrack.wire.shape import SdkDrafter
+from backtrack.wire import anthropic_messages, openai_chat, openai_responses
+from backtrack.wire.anthropic_messages import AnthropicMessages
+from backtrack.wire.openai_chat import OpenAIChat
+from backtrack.wire.openai_responses import OpenAIResponses
+from backtrack.wire.shape import SdkDrafter, Shape, guided_by_format
 from grammars import GrammarLike
 from providers.base import Message
 from providers.clients import client_kind
@@ -103,37 +108,44 @@ def wrap(
     options: GuideOptions | None = None,
     **option_changes: Any,
 ) -> Any:
-    """`client` with `grammar=` on `chat.completions.create` (OpenAI) or `messages.create`
-    (Anthropic). `target` (the local model) and `options` (a GuideOptions, or single options as
-    keywords) apply to every guided call. A guided call may change them for itself by name
-    (`create(..., grammar="json", max_corrections=2, target=...)`) or give `guide_options=`; its
-    `max_tokens` is the budget of each draft request (max_draft_tokens)."""
+    """`client` with `grammar=` on `chat.completions.create` and `responses.create` (OpenAI) or
+    `messages.create` (Anthropic). `target` (the local model) and `options` (a GuideOptions, or
+    single options as keywords) apply to every guided call. A guided call may change them for
+    itself by name (`create(..., grammar="json", max_corrections=2, target=...)`) or give
+    `guide_options=`; its `max_tokens` (`max_output_tokens`) is the budget of each draft request
+    (max_draft_tokens)."""
     defaults = _Defaults(
         target, resolve("wrap", options, option_changes, also=("target", "options"))
     )
     kind = client_kind(client)
     if kind is not None and kind.sdk == "openai":
-        completions = client.chat.completions
-        create = _guided_create(
+        chat = _guided(
             client,
-            completions.create,
+            client.chat.completions,
             defaults,
+            OpenAIChat(),
             openai_chat.read_kwargs,
             openai_chat.chat_completion,
-            openai_chat.asks_for_grammar,
         )
-        chat = _Proxy(client.chat, completions=_Proxy(completions, create=create))
-        return _Proxy(client, chat=chat)
-    if kind is not None and kind.sdk == "anthropic":
-        create = _guided_create(
+        responses = _guided(
             client,
-            client.messages.create,
+            client.responses,
             defaults,
+            OpenAIResponses(),
+            openai_responses.read_kwargs,
+            openai_responses.response,
+        )
+        return _Proxy(client, chat=_Proxy(client.chat, completions=chat), responses=responses)
+    if kind is not None and kind.sdk == "anthropic":
+        messages = _guided(
+            client,
+            client.messages,
+            defaults,
+            AnthropicMessages(),
             anthropic_messages.read_kwargs,
             anthropic_messages.message,
-            lambda kwargs: "grammar" in kwargs,
         )
-        return _Proxy(client, messages=_Proxy(client.messages, create=create))
+        return _Proxy(client, messages=messages)
     raise TypeError(f"wrap() takes an OpenAI or Anthropic client, not {type(client).__name__}")
 
 
@@ -162,7 +174,7 @@ def _split(kwargs: dict[str, Any], defaults: _Defaults) -> tuple[GrammarLike, Gu
         raise ValueError("grammar= does not combine with stream=True: the result is checked whole")
     kwargs.pop("stream", None)
     changes = {name: kwargs.pop(name) for name in option_names() if name in kwargs}
-    for name in ("max_tokens", "max_completion_tokens"):
+    for name in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
         if name in kwargs:
             changes["max_draft_tokens"] = kwargs.pop(name)
     options = resolve("create", kwargs.pop("guide_options", None) or defaults.options, changes)
@@ -187,17 +199,19 @@ def _refuse_mistyped_options(kwargs: dict[str, Any], original: Callable[..., Any
 _CREATE_KEYWORDS = ("grammar", "target", "guide_options")
 
 
-def _guided_create(
+def _guided(
     client: Any,
-    original: Callable[..., Any],
+    resource: Any,
     defaults: _Defaults,
+    shape: Shape,
     read: ReadKwargs,
     respond: Respond,
-    guided: Callable[[dict[str, Any]], bool],
-) -> Callable[..., Any]:
-    """`create` (or async `acreate`) that runs guide() where `guided(kwargs)` says the call asks
-    for a grammar (`grammar=`, or OpenAI's `response_format`), else `original`. `read` takes the
-    call apart (backtrack.wire); `respond(model, result)` gives the SDK response."""
+) -> _Proxy:
+    """The SDK `resource` (`chat.completions`, `responses`, `messages`) whose `create` (or async
+    `create`) runs guide() where the call asks for a grammar (`grammar=`, or the shape's
+    structured-output field: `guided_by_format`), else the SDK's own. `read` takes the call apart
+    (the shape's `read_kwargs`); `respond(model, result)` gives the SDK response."""
+    original = resource.create
 
     def setup(kwargs: dict[str, Any]) -> _Call:
         grammar, options = _split(kwargs, defaults)
@@ -210,7 +224,7 @@ def _guided_create(
     if kind is not None and kind.is_async:
 
         async def acreate(*args: Any, **kwargs: Any) -> Any:
-            if not guided(kwargs):
+            if not guided_by_format(kwargs, shape):
                 return await original(*args, **kwargs)
             call = setup(kwargs)
             result = await aguide(
@@ -222,10 +236,10 @@ def _guided_create(
             )
             return respond(call.drafter.model, result)
 
-        return acreate
+        return _Proxy(resource, create=acreate)
 
     def create(*args: Any, **kwargs: Any) -> Any:
-        if not guided(kwargs):
+        if not guided_by_format(kwargs, shape):
             return original(*args, **kwargs)
         call = setup(kwargs)
         result = guide(
@@ -233,4 +247,4 @@ def _guided_create(
         )
         return respond(call.drafter.model, result)
 
-    return create
+    return _Proxy(resource, create=create)

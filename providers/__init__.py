@@ -3,6 +3,7 @@
     FunctionDrafter             any function (prompt, prefix) -> str, text -> str, or a generator
     OpenAIChatDrafter           openai chat completions (instruction + alignment, or prefill)
     OpenAICompletionsDrafter    openai completions endpoint (raw continuation)
+    OpenAIResponsesDrafter      openai Responses API (instruction + alignment)
     AnthropicDrafter            anthropic messages (prefill, falling back where a model refuses it)
 
 `as_drafter(obj)` makes a drafter of a function (or passes a drafter through). The SDK drafters
@@ -29,6 +30,7 @@ from providers.clients import client_kind
 from providers.errors import ProviderError
 from providers.function import FunctionDrafter
 from providers.openai import OpenAIChatDrafter, OpenAICompletionsDrafter
+from providers.openai_responses import OpenAIResponsesDrafter
 from providers.retry import next_wait, should_retry
 from providers.sdk_errors import to_provider_error
 
@@ -44,6 +46,7 @@ __all__ = [
     "FunctionDrafter",
     "OpenAIChatDrafter",
     "OpenAICompletionsDrafter",
+    "OpenAIResponsesDrafter",
     "ProviderError",
     "Usage",
     "as_drafter",

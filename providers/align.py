@@ -24,6 +24,7 @@ __all__ = [
     "Aligner",
     "as_messages",
     "continued_text",
+    "instructed",
     "instruction",
 ]
 
@@ -76,6 +77,14 @@ def instruction(prompt: Prompt, prefix: str) -> list[Message]:
         return history
     ask = CONTINUE_INSTRUCTION
     return [*history, {"role": "assistant", "content": text}, {"role": "user", "content": ask}]
+
+
+def instructed(prompt: Prompt, prefix: str) -> tuple[list[Message], Aligner]:
+    """What a chat model without prefill is sent to continue `prefix` (`instruction`), and the
+    aligner of its reply, which may echo the instruction (sent only with text to continue)."""
+    text = continued_text(prompt, prefix)[1]
+    aligner = Aligner(text, echoes=CONTINUE_INSTRUCTION if text else "")
+    return instruction(prompt, prefix), aligner
 
 
 class Aligner:

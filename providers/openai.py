@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from providers.align import CONTINUE_INSTRUCTION, Aligner, continued_text, instruction
+from providers.align import Aligner, continued_text, instructed
 from providers.base import Capabilities, DraftRequest, FinishReason, Message
 from providers.sdk import SDKDrafter, SDKRequest
 from providers.sdk_stream import AnyStream, finish
@@ -59,12 +59,15 @@ class _OpenAIDrafter(SDKDrafter):
     request_id_header = "x-request-id"
 
     def _kwargs(self) -> dict[str, Any]:
-        """The create kwargs, with the model and streaming (usage in the final chunk) set."""
+        """The create kwargs, with the model and streaming set, and usage asked for in the final
+        chunk (without it a run's usage reads 0/0) unless the caller's `stream_options` says
+        otherwise: its other options are kept."""
+        options = {"include_usage": True, **(self.create_kwargs.get("stream_options") or {})}
         return {
             **self.create_kwargs,
             "model": self.model,
             "stream": True,
-            "stream_options": {"include_usage": True},
+            "stream_options": options,
         }
 
 
@@ -105,11 +108,9 @@ class OpenAIChatDrafter(_OpenAIDrafter):
 
     def messages(self, request: DraftRequest) -> tuple[list[Message], Aligner | None]:
         """The messages this drafter sends for `request`, and the aligner of the reply."""
-        history, text = continued_text(request.prompt, request.prefix)
         if not self.prefill:
-            # The instruction to continue goes only with text to continue (`instruction`).
-            aligner = Aligner(text, echoes=CONTINUE_INSTRUCTION if text else "")
-            return instruction(request.prompt, request.prefix), aligner
+            return instructed(request.prompt, request.prefix)
+        history, text = continued_text(request.prompt, request.prefix)
         if not text:
             return history, Aligner("")  # a fresh answer: only a fence opening to strip
         history.append({"role": "assistant", "content": text})

@@ -31,6 +31,7 @@ from providers.errors import ProviderError, redact
 
 __all__ = [
     "RETRYABLE_STATUS",
+    "event_error",
     "is_retryable_status",
     "mapped_exceptions",
     "retry_after_seconds",
@@ -276,3 +277,17 @@ def _transport_error(exc: BaseException) -> ProviderError:
     if isinstance(exc, json.JSONDecodeError):
         return ProviderError(_describe(exc, f"malformed response body: {exc}"), retryable=False)
     return ProviderError(_describe(exc), retryable=False)
+
+
+def event_error(error: Mapping[str, Any], request_id: str | None) -> ProviderError:
+    """An error sent as an event of its own inside a 200 stream, which the SDK yields as an event
+    rather than raising (the Responses API's `error`, a `response.failed`'s `error`): retryable
+    when its type or code says a later attempt can get past it."""
+    message = error.get("message")
+    error_type = _body_error_type(error)
+    text = message if isinstance(message, str) and message else "the stream reported an error"
+    return ProviderError(
+        redact(f"{error_type or 'error'} in the stream: {text}"),
+        retryable=error_type in _RETRYABLE_ERROR_TYPES,
+        request_id=request_id,
+    )

@@ -249,7 +249,8 @@ def _demo_parser(sub: Any) -> None:
 
 SERVE_EPILOG = """\
 A request without a grammar goes upstream untouched. One with a grammar is guided: OpenAI
-response_format (json_schema, json_object), a `grammar` field (a shipped name or Lark text; SDKs
+response_format (json_schema, json_object), the Responses API's text.format, Anthropic's
+output_format or output_config.format, a `grammar` field (a shipped name or Lark text; SDKs
 send it through extra_body), or vLLM's guided_json, guided_regex, guided_grammar, guided_choice,
 structured_outputs. `backtrack: {"trace": "html"}` in the body adds the HTML trace to the reply.
 
@@ -264,7 +265,8 @@ def _serve_parser(sub: Any) -> None:
         "serve",
         help="an OpenAI/Anthropic-compatible HTTP server that guides requests with a grammar",
         description=_para(
-            "Serve POST /v1/chat/completions and /v1/completions (upstream kind openai) or "
+            "Serve POST /v1/chat/completions, /v1/completions and /v1/responses (upstream kind "
+            "openai) or "
             "/v1/messages (anthropic), GET /v1/models and /health. The target model is loaded "
             "once and shared by every request. The client's key (Authorization or x-api-key) "
             "goes upstream, or the server's own from --upstream-key-env; keys are never logged."

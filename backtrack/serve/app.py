@@ -1,6 +1,7 @@
 """`backtrack serve`: an OpenAI- and Anthropic-compatible HTTP server in front of an upstream API.
 
-    POST /v1/chat/completions, /v1/completions   (upstream kind openai)
+    POST /v1/chat/completions, /v1/completions,  (upstream kind openai)
+         /v1/responses
     POST /v1/messages                            (upstream kind anthropic)
     GET  /v1/models                              passed through
     GET  /health
@@ -51,6 +52,7 @@ from backtrack.serve.upstream import Upstream
 from backtrack.wire.anthropic_messages import AnthropicMessages
 from backtrack.wire.openai_chat import OpenAIChat
 from backtrack.wire.openai_completions import OpenAICompletions
+from backtrack.wire.openai_responses import OpenAIResponses
 from backtrack.wire.shape import Shape, UpstreamKind
 from grammars import GrammarLimits
 from grammars.limits import nesting_past
@@ -61,7 +63,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SHAPES: tuple[Shape, ...] = (OpenAIChat(), OpenAICompletions(), AnthropicMessages())
+SHAPES: tuple[Shape, ...] = (
+    OpenAIChat(),
+    OpenAICompletions(),
+    OpenAIResponses(),
+    AnthropicMessages(),
+)
 
 
 @dataclass(frozen=True)
@@ -190,7 +197,7 @@ class _Server:
             )
         raw = await self._body(request)
         body = parse_body(raw)
-        asked = take_fields(body)
+        asked = take_fields(body, shape)
         if asked.grammar is None:
             if "backtrack" in body:
                 raw = json.dumps(asked.body).encode()

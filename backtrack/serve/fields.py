@@ -13,6 +13,12 @@ A grammar arrives in one of these fields (two at once are an error):
     guided_choice     a list of strings, one of which is the whole output          vLLM
     structured_outputs  {"json" | "regex" | "grammar" | "choice": ...}             vLLM >= 0.10
 
+or in the route's own structured-output field (`Shape.take_format`):
+
+    text.format       {"type": "json_schema", "schema": {...}} or json_object       /v1/responses
+    output_format     {"type": "json_schema", "schema": {...}}                        /v1/messages
+    output_config.format   the same (its other settings, such as `effort`, stay)       /v1/messages
+
 and `backtrack: {"trace": "html", "max_corrections": 2, ...}` asks for the HTML trace in the reply
 and changes GuideOptions by name. All of these are taken out of the body sent upstream.
 """
@@ -25,7 +31,7 @@ from typing import Any, Literal
 
 from backtrack.serve.errors import RequestError
 from backtrack.wire.openai_chat import response_format_schema
-from backtrack.wire.shape import MalformedBody
+from backtrack.wire.shape import MalformedBody, Shape
 from grammars import Grammar, GrammarLimits
 
 Kind = Literal["schema", "lark", "regex"]
@@ -65,8 +71,9 @@ class Asked:
     body: dict[str, Any]
 
 
-def take_fields(body: dict[str, Any]) -> Asked:
-    """`body` taken apart (RequestError, a 400, when a field is malformed)."""
+def take_fields(body: dict[str, Any], shape: Shape) -> Asked:
+    """`body`, sent to `shape`'s route, taken apart (RequestError, a 400, when a field is
+    malformed)."""
     rest = dict(body)
     specs: list[GrammarSpec] = []
     for name in GRAMMAR_FIELDS:
@@ -74,6 +81,12 @@ def take_fields(body: dict[str, Any]) -> Asked:
         if spec is not None:  # `response_format: {"type": "text"}` stays
             specs.append(spec)
             del rest[name]
+    try:
+        native = shape.take_format(rest)
+    except MalformedBody as exc:
+        raise RequestError(str(exc), param=exc.param) from None
+    if native is not None:
+        specs.append(GrammarSpec("schema", *native))
     if len(specs) > 1:
         names = ", ".join(s.field for s in specs)
         raise RequestError(f"give one grammar, not several ({names})", param=specs[1].field)

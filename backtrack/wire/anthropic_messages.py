@@ -18,8 +18,10 @@ from backtrack.wire.shape import (
     Shape,
     UpstreamKind,
     body_messages,
+    format_schema,
     kwargs_messages,
     required_kwarg,
+    take_nested_format,
     with_guide_result,
     with_partial,
 )
@@ -56,6 +58,19 @@ class AnthropicMessages(Shape):
 
     def stream(self, guided: GuidedRequest) -> EventStream:
         return _MessageStream(guided)
+
+    def take_format(self, fields: dict[str, Any]) -> tuple[str, str] | None:
+        """`output_format` (structured outputs in beta) or `output_config.format` (its general
+        release: `output_config`'s other settings, such as `effort`, stay); in a create() call
+        also inside `extra_body`, where it goes with an SDK that does not take the field."""
+        found = _output_format(fields)
+        extra = fields.get("extra_body")
+        if found is None and isinstance(extra, dict):
+            extra = dict(extra)  # the caller's own is left as it is
+            found = _output_format(extra)
+            if found is not None:
+                fields["extra_body"] = extra
+        return found
 
     def error_body(self, error: ErrorReply) -> dict[str, Any]:
         body = {"type": "error", "error": {"type": error.kind, "message": error.message}}
@@ -106,6 +121,18 @@ class _MessageStream(EventStream):
             + sse(delta, "message_delta")
             + sse({"type": "message_stop"}, "message_stop")
         )
+
+
+def _output_format(fields: dict[str, Any]) -> tuple[str, str] | None:
+    """The schema `output_format` or `output_config.format` asks for, taken out of `fields`."""
+    if fields.get("output_format") is None:
+        return take_nested_format(fields, "output_config", _FORMATS)
+    schema = format_schema(fields["output_format"], "output_format", kinds=_FORMATS)
+    del fields["output_format"]
+    return None if schema is None else (schema, "output_format")
+
+
+_FORMATS = ("json_schema",)  # what Anthropic's structured outputs take
 
 
 def read_kwargs(client: Any, kwargs: dict[str, Any]) -> tuple[AnthropicDrafter, list[Message]]:

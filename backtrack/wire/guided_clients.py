@@ -1,6 +1,7 @@
 """The SDK clients as wrap() gives them back, for a type checker: the SDK's own client, whose
-`chat.completions.create` (OpenAI) or `messages.create` (Anthropic) also takes `grammar=` and then
-answers a GuidedChatCompletion or a GuidedMessage (the SDK's type with `guide_result`).
+`chat.completions.create` and `responses.create` (OpenAI) or `messages.create` (Anthropic) also
+take `grammar=` and then answer a GuidedChatCompletion, a GuidedResponse or a GuidedMessage (the
+SDK's type with `guide_result`).
 
 At run time wrap() gives a proxy and these classes are never made: they exist only for type
 checkers, and importing this module imports no SDK.
@@ -20,7 +21,9 @@ if TYPE_CHECKING:
     from anthropic.types import Message, RawMessageStreamEvent
     from openai import AsyncOpenAI, AsyncStream, OpenAI, Stream
     from openai.resources.chat import AsyncChat, AsyncCompletions, Chat, Completions
+    from openai.resources.responses import AsyncResponses, Responses
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
+    from openai.types.responses import Response, ResponseStreamEvent
 
     from backtrack.trace.result import GuideResult
     from grammars import GrammarLike
@@ -70,6 +73,47 @@ if TYPE_CHECKING:
         ) -> ChatCompletion | AsyncStream[ChatCompletionChunk]: ...
         async def create(self, **kwargs: Any) -> Any: ...
 
+    class GuidedResponse(Response):
+        """The SDK's Response with the run's GuideResult."""
+
+        guide_result: GuideResult
+
+    class GuidedResponses(Responses):
+        @overload  # type: ignore[override]
+        def create(
+            self, *, grammar: GrammarLike, stream: Literal[False] | None = None, **kwargs: Any
+        ) -> GuidedResponse: ...
+        @overload
+        def create(self, *, stream: Literal[False] | None = None, **kwargs: Any) -> Response: ...
+        @overload
+        def create(
+            self, *, stream: Literal[True], **kwargs: Any
+        ) -> Stream[ResponseStreamEvent]: ...
+        @overload
+        def create(
+            self, *, stream: bool, **kwargs: Any
+        ) -> Response | Stream[ResponseStreamEvent]: ...
+        def create(self, **kwargs: Any) -> Any: ...
+
+    class GuidedAsyncResponses(AsyncResponses):
+        @overload  # type: ignore[override]
+        async def create(
+            self, *, grammar: GrammarLike, stream: Literal[False] | None = None, **kwargs: Any
+        ) -> GuidedResponse: ...
+        @overload
+        async def create(
+            self, *, stream: Literal[False] | None = None, **kwargs: Any
+        ) -> Response: ...
+        @overload
+        async def create(
+            self, *, stream: Literal[True], **kwargs: Any
+        ) -> AsyncStream[ResponseStreamEvent]: ...
+        @overload
+        async def create(
+            self, *, stream: bool, **kwargs: Any
+        ) -> Response | AsyncStream[ResponseStreamEvent]: ...
+        async def create(self, **kwargs: Any) -> Any: ...
+
     class GuidedChat(Chat):
         @cached_property
         def completions(self) -> GuidedCompletions: ...
@@ -81,10 +125,14 @@ if TYPE_CHECKING:
     class GuidedOpenAI(OpenAI):
         @cached_property
         def chat(self) -> GuidedChat: ...
+        @cached_property
+        def responses(self) -> GuidedResponses: ...
 
     class GuidedAsyncOpenAI(AsyncOpenAI):
         @cached_property
         def chat(self) -> GuidedAsyncChat: ...
+        @cached_property
+        def responses(self) -> GuidedAsyncResponses: ...
 
     # -- Anthropic, AsyncAnthropic
 

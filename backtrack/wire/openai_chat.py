@@ -7,7 +7,6 @@ events. `finish_reason` and `usage` serve the completions shape too.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
@@ -16,9 +15,9 @@ from backtrack.trace.result import GuideResult
 from backtrack.wire.shape import (
     EventStream,
     GuidedRequest,
-    MalformedBody,
     Shape,
     UpstreamKind,
+    format_schema,
     kwargs_messages,
     one_choice,
     required_kwarg,
@@ -54,6 +53,13 @@ class OpenAIChat(Shape):
     def stream(self, guided: GuidedRequest) -> EventStream:
         return _ChatStream(guided)
 
+    def take_format(self, fields: dict[str, Any]) -> tuple[str, str] | None:
+        schema = response_format_schema(fields.get("response_format", {"type": "text"}))
+        if schema is None:
+            return None
+        del fields["response_format"]
+        return schema, "response_format"
+
 
 class _ChatStream(EventStream):
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -80,44 +86,7 @@ def response_format_schema(value: Any) -> str | None:
     """The JSON schema, as JSON text, that an OpenAI `response_format` asks for: the schema of
     `json_schema`, any object for `json_object`; None for `text` (MalformedBody otherwise). The
     server (`response_format` in a body) and `wrap` (in a create() call) read it here alike."""
-    kind = value.get("type") if isinstance(value, dict) else None
-    if kind == "json_object":
-        return '{"type": "object"}'
-    if kind == "text":
-        return None
-    if kind != "json_schema":
-        raise MalformedBody(
-            "response_format.type must be json_schema, json_object or text",
-            param="response_format",
-        )
-    inner = value.get("json_schema")
-    schema = inner.get("schema") if isinstance(inner, dict) else None
-    if isinstance(schema, str):
-        return schema
-    if not isinstance(schema, dict):
-        raise MalformedBody(
-            "response_format.json_schema must be an object with a `schema` (a JSON schema)",
-            param="response_format",
-        )
-    return json.dumps(schema)  # its key order kept: the engine writes properties in it
-
-
-def asks_for_grammar(kwargs: dict[str, Any]) -> bool:
-    """Whether a create() call is guided: it gives `grammar=`, or a `response_format` of
-    json_schema or json_object, which becomes its grammar (taken out of what goes upstream: the
-    run enforces it). Both at once is a TypeError. A `response_format` it cannot read goes to
-    the SDK as it is."""
-    try:
-        schema = response_format_schema(kwargs.get("response_format", {"type": "text"}))
-    except MalformedBody:
-        schema = None
-    if schema is None:
-        return "grammar" in kwargs
-    if "grammar" in kwargs:
-        raise TypeError("give grammar= or a response_format schema, not both")
-    del kwargs["response_format"]
-    kwargs["grammar"] = json.loads(schema)
-    return True
+    return format_schema(value, "response_format", inner="json_schema")
 
 
 def read_kwargs(client: Any, kwargs: dict[str, Any]) -> tuple[OpenAIChatDrafter, list[Message]]:

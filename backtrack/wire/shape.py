@@ -3,10 +3,14 @@ and errors written. Each shape is a subclass in its own module:
 
     OpenAIChat          POST /v1/chat/completions   OpenAI     chat.completion / .chunk
     OpenAICompletions   POST /v1/completions        OpenAI     text_completion
+    OpenAIResponses     POST /v1/responses          OpenAI     response, response.created..
+                                                               response.completed
     AnthropicMessages   POST /v1/messages           Anthropic  message, message_start..message_stop
 
 A JSON body (`backtrack serve`) is read by `Shape.read_body`; a create() call's kwargs (`wrap`) by
-`read_kwargs` in openai_chat and anthropic_messages, which also write the SDK's reply objects.
+`read_kwargs` in openai_chat, openai_responses and anthropic_messages, which also write the SDK's
+reply objects. A shape's own structured-output field (Responses' `text.format`, Anthropic's
+`output_format`) is read by `Shape.take_format` for both (`guided_by_format` for wrap).
 Every guided reply a server writes carries a `backtrack` object (`summary`); a stream carries it
 on its last event.
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -23,11 +28,18 @@ from typing import Any, Literal, Protocol
 from backtrack.trace.result import GuideResult
 from backtrack.wire.sse import sse
 from grammars import BacktrackError, PartialResult
-from providers import AnthropicDrafter, OpenAIChatDrafter, OpenAICompletionsDrafter
+from providers import (
+    AnthropicDrafter,
+    OpenAIChatDrafter,
+    OpenAICompletionsDrafter,
+    OpenAIResponsesDrafter,
+)
 from providers.base import Message, Prompt, check_prompt
 
 UpstreamKind = Literal["openai", "anthropic"]
-SdkDrafter = OpenAIChatDrafter | OpenAICompletionsDrafter | AnthropicDrafter
+SdkDrafter = (
+    OpenAIChatDrafter | OpenAICompletionsDrafter | OpenAIResponsesDrafter | AnthropicDrafter
+)
 
 # Fields the drafter sets itself (or that a guided request cannot honour); the rest of a body goes
 # upstream with each draft request, as it came.
@@ -69,11 +81,15 @@ class GuidedRequest:
 
 
 class Shape:
-    """What the three shapes share; each subclass is one of them."""
+    """What the shapes share; each subclass is one of them."""
 
     name: str
     path: str
     upstream: UpstreamKind
+    # The body's token limit: the first of these it gives (the last when none).
+    token_params: tuple[str, ...] = ("max_completion_tokens", "max_tokens")
+    # Fields of a body the shape reads itself (beyond the ones every shape sets): not sent on.
+    own_fields: frozenset[str] = frozenset()
 
     def drafter(self, client: Any, model: str, **options: Any) -> SdkDrafter:
         """The drafter that drafts in this shape through the SDK `client` (`options`: the
@@ -89,11 +105,11 @@ class Shape:
             raise MalformedBody("`model` is required", param="model")
         if body.get("n", 1) != 1:
             raise MalformedBody("a guided request writes one choice: n must be 1", param="n")
-        param = "max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"
+        param = next((p for p in self.token_params if p in body), self.token_params[-1])
         limit = body.get(param)
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
             raise MalformedBody(f"`{param}` must be an integer", param=param)
-        extra = {k: v for k, v in body.items() if k not in _SET_BY_SERVER}
+        extra = {k: v for k, v in body.items() if k not in _SET_BY_SERVER | self.own_fields}
         prompt = self.prompt_from_body(body)
         return GuidedRequest(model, prompt, limit, self.drafter_options(param, extra))
 
@@ -103,6 +119,13 @@ class Shape:
     def drafter_options(self, max_tokens_param: str, extra: dict[str, Any]) -> dict[str, Any]:
         """The drafter's keywords for a body: its other fields go upstream as they came."""
         return {"extra_body": extra}
+
+    def take_format(self, fields: dict[str, Any]) -> tuple[str, str] | None:
+        """The shape's own structured-output field, when `fields` (a body, a create() call's
+        kwargs) has one that asks for a JSON schema: (the schema as JSON text, the field's
+        name), the field taken out of `fields`. None, `fields` untouched, when it asks for none;
+        MalformedBody when it is not what the shape takes."""
+        return None
 
     # -- writing replies
 
@@ -177,6 +200,74 @@ def with_guide_result(sdk_type: type[Any]) -> Any:
     that importing backtrack imports no SDK."""
     namespace = {"__annotations__": {"guide_result": Any}, "guide_result": None}
     return type(f"Guided{sdk_type.__name__}", (sdk_type,), {**namespace, "__module__": __name__})
+
+
+def format_schema(
+    value: Any,
+    param: str,
+    *,
+    inner: str | None = None,
+    kinds: tuple[str, ...] = ("json_schema", "json_object", "text"),
+) -> str | None:
+    """The JSON schema, as JSON text, that a structured-output format asks for: the schema of
+    `{"type": "json_schema", ...}` (at `value[inner]["schema"]` where the format nests it, as
+    chat's `response_format` does, else at `value["schema"]`), any object for `json_object`,
+    None for `text`. MalformedBody, naming `param`, for a type not in `kinds` or no schema."""
+    kind = value.get("type") if isinstance(value, dict) else None
+    if kind not in kinds:
+        names = f"{', '.join(kinds[:-1])} or {kinds[-1]}" if len(kinds) > 1 else kinds[0]
+        raise MalformedBody(f"{param}.type must be {names}", param=param)
+    if kind == "json_object":
+        return '{"type": "object"}'
+    if kind == "text":
+        return None
+    holder = value.get(inner) if inner else value
+    schema = holder.get("schema") if isinstance(holder, dict) else None
+    if isinstance(schema, str):
+        return schema
+    if not isinstance(schema, dict):
+        where = f"{param}.{inner}" if inner else param
+        message = f"{where} must be an object with a `schema` (a JSON schema)"
+        raise MalformedBody(message, param=param)
+    return json.dumps(schema)  # its key order kept: the engine writes properties in it
+
+
+def take_nested_format(
+    fields: dict[str, Any], outer: str, kinds: tuple[str, ...]
+) -> tuple[str, str] | None:
+    """`fields[outer]["format"]` (Responses' `text.format`, Anthropic's `output_config.format`)
+    read by `format_schema` and, when it asks for a schema, taken out: (the schema, the field's
+    name). The outer object's other settings stay; one left empty goes."""
+    holder = fields.get(outer)
+    if not isinstance(holder, dict) or holder.get("format") is None:
+        return None
+    schema = format_schema(holder["format"], f"{outer}.format", kinds=kinds)
+    if schema is None:
+        return None
+    rest = {k: v for k, v in holder.items() if k != "format"}
+    if rest:
+        fields[outer] = rest
+    else:
+        del fields[outer]
+    return schema, f"{outer}.format"
+
+
+def guided_by_format(kwargs: dict[str, Any], shape: Shape) -> bool:
+    """Whether a create() call is guided: it gives `grammar=`, or the shape's structured-output
+    field asks for a JSON schema (`Shape.take_format`), which becomes its grammar and is taken
+    out of what goes upstream (the run enforces it). Both at once is a TypeError. A field the
+    shape cannot read goes to the SDK as it is."""
+    try:
+        found = shape.take_format(kwargs)
+    except MalformedBody:
+        found = None
+    if found is None:
+        return "grammar" in kwargs
+    schema, field_name = found
+    if "grammar" in kwargs:
+        raise TypeError(f"give grammar= or a {field_name} schema, not both")
+    kwargs["grammar"] = json.loads(schema)
+    return True
 
 
 def with_partial(body: dict[str, Any], error: ErrorReply) -> dict[str, Any]:

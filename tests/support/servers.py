@@ -7,6 +7,11 @@ One `MockServer` answers
     POST /v1/messages            Anthropic Messages: message_start, content_block_start,
                                  content_block_delta..., content_block_stop, message_delta (usage),
                                  message_stop; or one JSON message
+    POST /v1/responses           OpenAI Responses: response.created, response.in_progress,
+                                 response.output_item.added, response.content_part.added,
+                                 response.output_text.delta..., the three `.done` events,
+                                 response.completed (usage; response.incomplete for "length");
+                                 or one JSON response
 
 so the real SDKs can be pointed at it with `base_url`. Each request takes the next `Reply` from
 the queue (`server.script(...)`), or asks `server.responder(request_json)` for one when the queue
@@ -52,7 +57,7 @@ class Reply:
     malformed: bool = False
     # Seconds to wait before each text chunk (gives a client time to hang up).
     delay: float = 0.0
-    finish_reason: str = "stop"  # or "length"
+    finish_reason: str = "stop"  # or "length"; Responses: "failed" (the run failed upstream)
     # End the stream cleanly right after the text: no finish reason, no [DONE] / message_stop.
     unfinished: bool = False
     # Cut the text into chunks of UTF-16 code units, so an astral character's surrogate pair may
@@ -122,6 +127,7 @@ class Exchange:
 Responder = Callable[[Any], "str | Reply"]
 
 _STOP_REASONS = {"stop": "end_turn", "length": "max_tokens"}
+_RESPONSES = "/v1/responses"
 
 
 class ClientGone(Exception):
@@ -252,6 +258,27 @@ class _Handler(Handler):
             return False
         return True
 
+    def _text_to_end(
+        self,
+        exchange: Exchange,
+        reply: Reply,
+        send: Callable[[str], None],
+        error_event: Callable[[], None],
+    ) -> bool:
+        """Send the text chunks; False when the stream ended there as scripted (dropped,
+        `unfinished`, or `stream_error`: `error_event()` sent, then the end), True when it goes
+        on to its proper end."""
+        if not self._text_chunks(exchange, reply, send):
+            return False
+        if reply.unfinished:
+            self._end_stream()
+            return False
+        if reply.stream_error is not None:
+            error_event()
+            self._end_stream()
+            return False
+        return True
+
     def _usage(self, exchange: Exchange, reply: Reply) -> tuple[int, int]:
         return reply.usage or (7, max(exchange.chunks_sent, 1))
 
@@ -260,7 +287,7 @@ class _Handler(Handler):
     def _answer(self, exchange: Exchange, reply: Reply) -> None:
         path = self.path.split("?")[0]
         anthropic = path == "/v1/messages"
-        if path not in ("/v1/chat/completions", "/v1/completions", "/v1/messages"):
+        if path not in ("/v1/chat/completions", "/v1/completions", "/v1/messages", _RESPONSES):
             self._send_json(404, {"error": {"message": f"no route {path}"}}, {})
             return
         if reply.status >= 400:
@@ -278,6 +305,8 @@ class _Handler(Handler):
             return
         if anthropic:
             self._anthropic(exchange, reply, streaming)
+        elif path == _RESPONSES:
+            self._responses(exchange, reply, streaming)
         else:
             self._openai(exchange, reply, streaming, chat=path == "/v1/chat/completions")
 
@@ -337,14 +366,13 @@ class _Handler(Handler):
             first = choice_chunk("")
             first["choices"][0]["delta"]["role"] = "assistant"
             self._event(first)
-        if not self._text_chunks(exchange, reply, lambda piece: self._event(choice_chunk(piece))):
-            return
-        if reply.unfinished:
-            self._end_stream()
-            return
-        if reply.stream_error is not None:
-            self._event({"error": {"message": "scripted stream error", "type": reply.stream_error}})
-            self._end_stream()
+        failure = {"error": {"message": "scripted stream error", "type": reply.stream_error}}
+        if not self._text_to_end(
+            exchange,
+            reply,
+            lambda piece: self._event(choice_chunk(piece)),
+            lambda: self._event(failure),
+        ):
             return
         self._event(choice_chunk(None, reply.finish_reason))
         options = body.get("stream_options") or {}
@@ -410,15 +438,13 @@ class _Handler(Handler):
             }
             self._event(event, "content_block_delta")
 
-        if not self._text_chunks(exchange, reply, delta):
-            return
-        if reply.unfinished:
-            self._end_stream()
-            return
-        if reply.stream_error is not None:
-            failure = {"type": reply.stream_error, "message": "scripted stream error"}
-            self._event({"type": "error", "error": failure}, "error")
-            self._end_stream()
+        failure = {"type": reply.stream_error, "message": "scripted stream error"}
+        if not self._text_to_end(
+            exchange,
+            reply,
+            delta,
+            lambda: self._event({"type": "error", "error": failure}, "error"),
+        ):
             return
         self._event({"type": "content_block_stop", "index": 0}, "content_block_stop")
         _, completion = self._usage(exchange, reply)
@@ -432,6 +458,95 @@ class _Handler(Handler):
         )
         self._event({"type": "message_stop"}, "message_stop")
         self._end_stream()
+
+    def _responses(self, exchange: Exchange, reply: Reply, streaming: bool) -> None:
+        """The Responses API: typed events, each named by `event:` and numbered."""
+        body = exchange.body if isinstance(exchange.body, dict) else {}
+        model = body.get("model", "model")
+        if not streaming:
+            exchange.chunks_sent = len(reply.pieces())
+            self._send_json(200, self._response(exchange, reply, model, reply.text), reply.headers)
+            return
+        numbers = iter(range(1 << 30))
+
+        def event(kind: str, **fields: Any) -> None:
+            self._event({"type": kind, "sequence_number": next(numbers), **fields}, kind)
+
+        self._start_stream(reply.headers)
+        started = {**self._response(exchange, reply, model, None), "status": "in_progress"}
+        event("response.created", response=started)
+        event("response.in_progress", response=started)
+        where = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
+        if not reply.no_choices:
+            item = {**_message_item(""), "status": "in_progress", "content": []}
+            event("response.output_item.added", output_index=0, item=item)
+            event("response.content_part.added", part=_output_text(""), **where)
+
+        def delta(piece: str) -> None:
+            event("response.output_text.delta", delta=piece, logprobs=[], **where)
+
+        if not self._text_to_end(
+            exchange,
+            reply,
+            delta,
+            lambda: event("error", code=reply.stream_error, message="scripted stream error"),
+        ):
+            return
+        sent = "".join(reply.pieces()[: exchange.chunks_sent])
+        if not reply.no_choices:
+            event("response.output_text.done", text=sent, logprobs=[], **where)
+            event("response.content_part.done", part=_output_text(sent), **where)
+            event("response.output_item.done", output_index=0, item=_message_item(sent))
+        done = self._response(exchange, reply, model, sent)
+        event(f"response.{done['status']}", response=done)
+        self._end_stream()
+
+    def _response(
+        self, exchange: Exchange, reply: Reply, model: str, sent: str | None
+    ) -> dict[str, Any]:
+        """A Response object: `sent` its text (None: none yet, no usage)."""
+        length = reply.finish_reason == "length"
+        failed = reply.finish_reason == "failed"
+        status = "incomplete" if length else "failed" if failed else "completed"
+        response: dict[str, Any] = {
+            "id": "resp_1",
+            "object": "response",
+            "created_at": 0,
+            "status": status,
+            "incomplete_details": {"reason": "max_output_tokens"} if length else None,
+            "error": {"code": "server_error", "message": "scripted failure"} if failed else None,
+            "model": model,
+            "output": [] if sent is None or reply.no_choices else [_message_item(sent)],
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "usage": None,
+        }
+        if sent is not None:
+            prompt, completion = self._usage(exchange, reply)
+            response["usage"] = {
+                "input_tokens": prompt,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": completion,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": prompt + completion,
+            }
+        return response
+
+
+def _output_text(text: str) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": []}
+
+
+def _message_item(text: str) -> dict[str, Any]:
+    content = [_output_text(text)]
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "status": "completed",
+        "role": "assistant",
+        "content": content,
+    }
 
 
 class _Server(ThreadingHTTPServer):

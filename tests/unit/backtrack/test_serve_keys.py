@@ -1,7 +1,7 @@
 """No key leaves `backtrack serve` (issue 24, item 2): replies passed through (no grammar) have the
 server's key and the client's masked, an upstream 401 that quotes the key it was sent included, in
-plain and streamed POSTs, `GET /v1/models` and Anthropic `/v1/messages`; the access log never shows
-a key from a query string.
+plain and streamed POSTs, `GET /v1/models`, OpenAI `/v1/responses` and Anthropic `/v1/messages`;
+the access log never shows a key from a query string.
 
 The upstream here echoes the key it received, as a real API's 401 does ("Incorrect API key
 provided: ..."); its streamed replies go out a few bytes per network chunk, so the key is split
@@ -154,11 +154,19 @@ def _anthropic_messages(url: str) -> str:
     return denied.value.response.text
 
 
+def _responses(url: str) -> str:
+    with _oai(url) as client, pytest.raises(openai.AuthenticationError) as denied:
+        client.responses.create(model="m", input="hi")
+    assert "Incorrect API key provided: ***" in denied.value.message
+    return denied.value.response.text
+
+
 PATHS = {
     "plain POST": ("openai", _plain_post),
     "streamed POST": ("openai", _streamed_post),
     "GET /v1/models": ("openai", _models),
     "anthropic /v1/messages": ("anthropic", _anthropic_messages),
+    "responses /v1/responses": ("openai", _responses),
 }
 
 

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from anthropic.types import Message
     from openai import AsyncOpenAI, OpenAI, Stream
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
+    from openai.types.responses import Response
 
     from backtrack.wire.guided_clients import (
         GuidedAnthropic,
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
         GuidedChatCompletion,
         GuidedMessage,
         GuidedOpenAI,
+        GuidedResponse,
     )
 
 
@@ -37,6 +39,10 @@ def openai(client: OpenAI) -> None:
     chunks = wrapped.chat.completions.create(model="m", messages=[], stream=True)
     assert_type(chunks, Stream[ChatCompletionChunk])
     assert_type(wrapped.api_key, str)  # the rest of the client is the SDK's
+    answer = wrapped.responses.create(model="m", input="hi", grammar="json")
+    assert_type(answer, GuidedResponse)
+    assert_type(answer.output_text, str)
+    assert_type(wrapped.responses.create(model="m", input="hi"), Response)
 
 
 async def async_openai(client: AsyncOpenAI) -> None:
@@ -46,6 +52,8 @@ async def async_openai(client: AsyncOpenAI) -> None:
     assert_type(reply, GuidedChatCompletion)
     plain = await wrapped.chat.completions.create(model="m", messages=[])
     assert_type(plain, ChatCompletion)
+    answer = await wrapped.responses.create(model="m", input="hi", grammar="json")
+    assert_type(answer, GuidedResponse)
 
 
 def anthropic(client: Anthropic) -> None:

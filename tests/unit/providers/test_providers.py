@@ -78,6 +78,7 @@ SUBMODULES = [
     "providers.clients",
     "providers.errors",
     "providers.openai",
+    "providers.openai_responses",
     "providers.retry",
     "providers.sdk",
     "providers.sdk_errors",
