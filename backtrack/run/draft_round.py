@@ -46,6 +46,8 @@ class ReplyEnd:
         """How the round ended, for the trace."""
         if self.trailing:
             return "trailing"
+        if self.reason == "empty":
+            return "empty"
         return "cut" if self.cut else "drafter_ended"
 
 

@@ -224,6 +224,7 @@ class Run:
         loop = self.loop
         attempt = 1
         self._retries = 0
+        empty: ProviderError | None = None
         while True:
             try:
                 stream = yield Draft(loop.draft_request())
@@ -234,6 +235,14 @@ class Run:
                 break
             except Exception as exc:
                 wait = next_wait(attempt, exc, self.options.max_attempts)
+                if wait is None and exc is empty:
+                    # A real model asked to go on from an odd prefix often says nothing, and
+                    # says it again when asked again: it stopped, it did not fail. The round
+                    # ends "empty" and the local target writes on from the committed text.
+                    logger.info(
+                        "the API replied with nothing %d times: the target writes on", attempt
+                    )
+                    break
                 if wait is None:
                     error = self._failed(exc, attempt - 1)
                     if error is exc:
@@ -249,7 +258,7 @@ class Run:
                 attempt += 1
                 self._retries = attempt - 1
         loop.end_draft(
-            finish_reason=stream.finish_reason,
+            finish_reason="empty" if empty is not None else stream.finish_reason,
             input_tokens=stream.usage.input_tokens,
             output_tokens=stream.usage.output_tokens,
             request_id=stream.request_id,

@@ -47,6 +47,7 @@ RoundKind = Literal["draft", "correction", "completion"]
 RoundEnd = Literal[
     "cut",  # the draft hit a byte the grammar cannot take
     "drafter_ended",  # the drafter finished on its own
+    "empty",  # the API replied with nothing, and again when retried: the target wrote on
     "trailing",  # the rest of a complete answer was prose or a fence: dropped
     "error",  # the provider or the target failed (see `error`)
     "target_stopped",  # a correction round ended (see the target's stop reason)

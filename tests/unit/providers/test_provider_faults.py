@@ -24,6 +24,7 @@ from backtrack.trace.record import OUTPUT_ORIGINS
 from providers import AnthropicDrafter, OpenAIChatDrafter, OpenAICompletionsDrafter
 from providers.align import CONTINUE_INSTRUCTION, MIN_REPEAT
 from providers.base import DraftRequest
+from tests.support.scripted import ScriptedTarget
 from tests.support.servers import MockServer, Reply, error, text
 
 PROMPT = "Write the document.\n"
@@ -248,6 +249,42 @@ def test_a_reply_that_spends_its_budget_without_text_is_not_retried(
     assert not info.value.retryable
     assert info.value.partial.text == doc[:half]
     assert len(server.exchanges) == 2
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_api_that_keeps_replying_nothing_has_stopped_and_the_target_writes_on(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    """A real model asked to continue an odd prefix often answers with nothing at once, and the
+    retries get the same nothing (llama.cpp's server with SmolLM2). That is no fault: after the
+    retries the round ends "empty", the local target writes on from the committed text, and the
+    next draft goes on after it. Before, the run raised ProviderError("the reply was empty")."""
+    doc = DOCS[0]
+    half = len(doc) // 2
+    replies = iter(
+        [text(doc[:half], finish_reason="length"), *[text("")] * 3, text(doc[half + 4 :])]
+    )
+    server = server_of(kind, request)
+    server.responder = lambda body: next(replies)
+    client = request.getfixturevalue("anthropic_client" if kind == "anthropic" else "openai_client")
+    drafter: Any = (
+        AnthropicDrafter(client(asynchronous=False), "m")
+        if kind == "anthropic"
+        else (OpenAIChatDrafter if kind == "openai-chat" else OpenAICompletionsDrafter)(
+            client(asynchronous=False), "m"
+        )
+    )
+    target = ScriptedTarget(doc[half : half + 4])
+    result = guide(drafter, "json", prompt=PROMPT, target=target, max_attempts=3)
+    assert result.text == doc and result.valid
+    assert [r.ended for r in result.trace.rounds] == [
+        "drafter_ended",
+        "empty",
+        "target_stopped",
+        "drafter_ended",
+    ]
+    assert result.api_calls == len(server.exchanges) == 5
+    assert target.calls[0][0] == doc[:half]
 
 
 @pytest.mark.parametrize("kind", KINDS)
