@@ -57,6 +57,8 @@ from grammars.limits import nesting_past
 from providers.errors import redact, scoped_keys
 
 if TYPE_CHECKING:
+    import uvicorn
+
     from local_target import LocalTarget
 
 logger = logging.getLogger(__name__)
@@ -67,12 +69,16 @@ SHAPES: tuple[Shape, ...] = (OpenAIChat(), OpenAICompletions(), AnthropicMessage
 @dataclass(frozen=True)
 class ServeLimits:
     """What one request may cost: its body in bytes, its grammar in bytes and compile seconds,
-    and the seconds its whole run may take."""
+    the seconds its whole run may take, and the seconds the client has to send its headers (from
+    the connection's start, or the next request's first byte) and its body (from the headers)
+    before a 408 closes the connection (backtrack.serve.read_timeouts)."""
 
     max_body_bytes: int = 1 << 20
     max_grammar_bytes: int = 64 << 10
     compile_seconds: float = 10.0
     timeout: float = 300.0
+    header_seconds: float = 10.0
+    body_seconds: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -105,7 +111,27 @@ def run_server(
     """Serve until interrupted (uvicorn)."""
     import uvicorn
 
-    uvicorn.run(create_app(config, target), host=host, port=port, log_level=log_level)
+    uvicorn.Server(uvicorn_config(config, target, host=host, port=port, log_level=log_level)).run()
+
+
+def uvicorn_config(
+    config: ServeConfig, target: LocalTarget | None, *, host: str, port: int, log_level: str
+) -> uvicorn.Config:
+    """uvicorn's settings for the app: its HTTP/1.1 protocol with the read timeouts of
+    `config.limits`, the app's lifespan on."""
+    import uvicorn
+
+    from backtrack.serve.read_timeouts import read_timeout_protocol
+
+    limits = config.limits
+    return uvicorn.Config(
+        create_app(config, target),
+        host=host,
+        port=port,
+        log_level=log_level,
+        lifespan="on",
+        http=read_timeout_protocol(limits.header_seconds, limits.body_seconds),
+    )
 
 
 class _Server:
