@@ -6,6 +6,7 @@ bounded in count and time; the bounds are generous (15 s for a 1 s limit)."""
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
 from collections.abc import Iterator
@@ -107,7 +108,7 @@ def post_head(path: str, length: int) -> bytes:
     ).encode()
 
 
-def test_slow_and_stalled_bodies_get_408_and_are_closed(url: str):
+def test_slow_and_stalled_bodies_get_408_and_are_closed(url: str, caplog: pytest.LogCaptureFixture):
     body = b'{"model": "m", "messages": []}'.ljust(400)
     chat = "/v1/chat/completions"
     clients = [SlowClient(url, post_head(chat, len(body)), body) for _ in range(10)]
@@ -116,6 +117,8 @@ def test_slow_and_stalled_bodies_get_408_and_are_closed(url: str):
     assert all(c.closed for c in clients), f"{sum(not c.closed for c in clients)} still open"
     assert all(c.reply.startswith(b"HTTP/1.1 408 ") for c in clients)
     assert b"the request's body did not arrive within 1 seconds" in clients[0].reply
+    # the handler that was reading the body saw the client gone: no "unexpected failure" (500)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 def test_a_trickled_body_to_a_handler_that_does_not_read_it_is_closed(url: str):
