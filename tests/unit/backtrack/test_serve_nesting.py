@@ -112,3 +112,16 @@ def test_a_ref_chain_of_500_is_a_400_that_says_where(url: str):
         "each `$ref` counted as a level: it passes 124 at '#/$defs/d124', after 125 `$ref`s"
         in message
     )
+
+
+def test_a_schema_of_600_optional_properties_is_a_400_that_says_why(url: str):
+    # 25 KB of schema; checking a draft that named 300 of its keys held the server's GIL for
+    # seconds and stalled /health
+    properties = {f"property_{i:04d}": {"type": "string"} for i in range(600)}
+    body = guided({"type": "object", "properties": properties})
+    assert len(body) > 20_000
+    reply = post(url, body)
+    assert reply.status_code == 400
+    error = reply.json()["error"]
+    assert error["code"] == "invalid_grammar"
+    assert "the object at '#' has 600 optional properties" in error["message"]
