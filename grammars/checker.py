@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -144,11 +145,28 @@ def check(
     )
 
 
-# Bytes checked speculatively before they are committed to the engine (see Checker._advance).
+# Bytes checked speculatively before they are committed to the engine (see Checker._advance), at
+# most; fewer where the grammar makes each byte costly.
 _PIECE = 256
+# How long one piece's engine calls may take. llguidance holds the GIL through each call, so every
+# other thread of the process (a server's event loop among them) waits that long: a piece's bytes
+# are chosen from the last piece's time to stay near it (600 optional properties in a JSON schema
+# cost 1.1 ms a byte: 256-byte pieces held the GIL 0.2 s).
+_PIECE_SECONDS = 0.005
+# The first piece's bytes, before any piece's time is known; each next piece at most doubles.
+_FIRST_PIECE = 16
 # The engine's errors when it stops at one of its limits (llguidance 1.5.0, first line).
 _ROW_LIMIT = re.compile(r"Current row has \d+ items; max is (\d+)")
 _LEXER_LIMIT = "lexer error"
+
+
+def _next_piece(size: int, seconds: float) -> int:
+    """The next piece's bytes, after a piece of `size` took `seconds`: as many as fit in
+    _PIECE_SECONDS at that rate, but at most twice as many as before (a byte's cost varies a
+    thousandfold within one text: cheap in a string, dear where a key starts), at least 1, at most
+    _PIECE."""
+    fit = size * _PIECE_SECONDS / seconds if seconds > 0 else _PIECE
+    return max(1, min(_PIECE, 2 * size, int(fit)))
 
 
 def _at_limit(error: str) -> bool:
@@ -196,6 +214,7 @@ class Checker:
         self._pristine = pristine
         self._renew = renew
         self._matcher = pristine.deep_copy()
+        self._piece = _FIRST_PIECE  # bytes a piece (`_advance`), from the last piece's time
         self._parts: list[str] = []
         self.chars = 0
         self.bytes = 0
@@ -288,14 +307,17 @@ class Checker:
 
         Piece by piece: a speculative check (validate_tokens) runs fast but does not count Earley
         items against the budget; committing each piece before the next is looked at bounds the
-        work past the budget to one piece."""
+        work past the budget to one piece. A piece's size follows the engine's time a byte, so
+        that no piece holds the GIL much past _PIECE_SECONDS."""
         done = 0
         while done < len(data):
-            piece = list(data[done : done + _PIECE])
+            piece = list(data[done : done + self._piece])
+            started = time.perf_counter()
             valid = self._matcher.validate_tokens(piece)
             if valid and not self._matcher.consume_tokens(piece[:valid]):
                 done = self._at_limit_in(data, chunk)
                 break
+            self._piece = _next_piece(len(piece), time.perf_counter() - started)
             done += valid
             if valid < len(piece):
                 # Refused by the grammar, or at a limit that a speculative check does not name.
