@@ -27,6 +27,7 @@ import llguidance
 
 from grammars.errors import TextError, caret_view
 from grammars.expected import allowed_bytes, expected_after
+from grammars.pieces import FIRST_PIECE, next_piece
 
 PRINTABLE = frozenset(range(0x20, 0x7F))
 """The printable ASCII bytes."""
@@ -145,28 +146,9 @@ def check(
     )
 
 
-# Bytes checked speculatively before they are committed to the engine (see Checker._advance), at
-# most; fewer where the grammar makes each byte costly.
-_PIECE = 256
-# How long one piece's engine calls may take. llguidance holds the GIL through each call, so every
-# other thread of the process (a server's event loop among them) waits that long: a piece's bytes
-# are chosen from the last piece's time to stay near it (600 optional properties in a JSON schema
-# cost 1.1 ms a byte: 256-byte pieces held the GIL 0.2 s).
-_PIECE_SECONDS = 0.005
-# The first piece's bytes, before any piece's time is known; each next piece at most doubles.
-_FIRST_PIECE = 16
 # The engine's errors when it stops at one of its limits (llguidance 1.5.0, first line).
 _ROW_LIMIT = re.compile(r"Current row has \d+ items; max is (\d+)")
 _LEXER_LIMIT = "lexer error"
-
-
-def _next_piece(size: int, seconds: float) -> int:
-    """The next piece's bytes, after a piece of `size` took `seconds`: as many as fit in
-    _PIECE_SECONDS at that rate, but at most twice as many as before (a byte's cost varies a
-    thousandfold within one text: cheap in a string, dear where a key starts), at least 1, at most
-    _PIECE."""
-    fit = size * _PIECE_SECONDS / seconds if seconds > 0 else _PIECE
-    return max(1, min(_PIECE, 2 * size, int(fit)))
 
 
 def _at_limit(error: str) -> bool:
@@ -214,7 +196,7 @@ class Checker:
         self._pristine = pristine
         self._renew = renew
         self._matcher = pristine.deep_copy()
-        self._piece = _FIRST_PIECE  # bytes a piece (`_advance`), from the last piece's time
+        self._piece = FIRST_PIECE  # bytes a piece (`_advance`), from the last piece's time
         self._parts: list[str] = []
         self.chars = 0
         self.bytes = 0
@@ -308,7 +290,7 @@ class Checker:
         Piece by piece: a speculative check (validate_tokens) runs fast but does not count Earley
         items against the budget; committing each piece before the next is looked at bounds the
         work past the budget to one piece. A piece's size follows the engine's time a byte, so
-        that no piece holds the GIL much past _PIECE_SECONDS."""
+        that no piece holds the GIL much past PIECE_SECONDS (grammars.pieces)."""
         done = 0
         while done < len(data):
             piece = list(data[done : done + self._piece])
@@ -317,7 +299,7 @@ class Checker:
             if valid and not self._matcher.consume_tokens(piece[:valid]):
                 done = self._at_limit_in(data, chunk)
                 break
-            self._piece = _next_piece(len(piece), time.perf_counter() - started)
+            self._piece = next_piece(len(piece), time.perf_counter() - started)
             done += valid
             if valid < len(piece):
                 # Refused by the grammar, or at a limit that a speculative check does not name.
