@@ -45,6 +45,10 @@ class GrammarLimits:
         of their number (measured, keys in the schema's order: 100 of them 18 us a byte, 200 114
         us, 300 264 us, 600 1.1 ms, where a 3.7 KB draft took 21 s to check and held the GIL for
         0.2 s at a time); 256 keep a draft that names them all under a second.
+    max_pattern_properties: the most `patternProperties` of a JSON schema's object. The engine
+        compiles them into one lexer for the object's keys, at a cost that grows about as the cube
+        of their number (measured, patterns like `^prefix_7_[a-z0-9]{2,8}$`: 100 0.3 s, 200 4.1 s,
+        300 30 s); 128 keep a compile near a second.
     row_items: the work budget of a check: the Earley items that one position of the text may
         hold, beyond the length of the grammar as the engine reads it (a grammar's items per
         position grow with its alternatives: a schema of 600 optional properties needs 2,407).
@@ -60,6 +64,7 @@ class GrammarLimits:
     max_depth: int = 5_000
     max_repeat: int = 100_000
     max_optional_properties: int = 256
+    max_pattern_properties: int = 128
     row_items: int = 128
 
 

@@ -314,7 +314,7 @@ class _SchemaGraph:
 
 def _check_costs(path: tuple[str, ...], node: dict[str, Any], limits: GrammarLimits) -> None:
     """Refuse a subschema whose grammar would cost past `limits`: its item counts, its optional
-    properties."""
+    properties, its patternProperties."""
     for key in ("minItems", "maxItems"):
         count = node.get(key)
         if isinstance(count, int) and count > limits.max_repeat:
@@ -332,6 +332,13 @@ def _check_costs(path: tuple[str, ...], node: dict[str, Any], limits: GrammarLim
                 "`required`): checking its keys costs about the square of their number a byte; "
                 f"at most GrammarLimits.max_optional_properties ({limits.max_optional_properties})"
             )
+    patterns = node.get("patternProperties")
+    if isinstance(patterns, dict) and len(patterns) > limits.max_pattern_properties:
+        raise GrammarError(
+            f"the object at {_pointer(path)!r} has {len(patterns):,} patternProperties: compiling "
+            "them costs about the cube of their number; at most "
+            f"GrammarLimits.max_pattern_properties ({limits.max_pattern_properties})"
+        )
 
 
 def check_schema(schema: Any, limits: GrammarLimits) -> None:

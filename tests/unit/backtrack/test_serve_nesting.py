@@ -125,3 +125,13 @@ def test_a_schema_of_600_optional_properties_is_a_400_that_says_why(url: str):
     error = reply.json()["error"]
     assert error["code"] == "invalid_grammar"
     assert "the object at '#' has 600 optional properties" in error["message"]
+
+
+def test_a_schema_of_300_pattern_properties_is_a_400_that_says_why(url: str):
+    # it took 30 s to compile, and went on after its 400 for passing the compile time limit
+    patterns = {f"^prefix_{i}_[a-z0-9]{{2,8}}$": {"type": "string"} for i in range(300)}
+    reply = post(url, guided({"type": "object", "patternProperties": patterns}))
+    assert reply.status_code == 400
+    error = reply.json()["error"]
+    assert error["code"] == "invalid_grammar"
+    assert "the object at '#' has 300 patternProperties" in error["message"]
