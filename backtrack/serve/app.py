@@ -111,14 +111,19 @@ def run_server(
     """Serve until interrupted (uvicorn)."""
     import uvicorn
 
-    uvicorn.Server(uvicorn_config(config, target, host=host, port=port, log_level=log_level)).run()
+    server = uvicorn.Server(
+        uvicorn_config(config, target, host=host, port=port, log_level=log_level)
+    )
+    server.run()
+    if not server.started:  # the port taken, the lifespan failed: uvicorn logged why
+        raise SystemExit(3)  # uvicorn.run's exit status for a failed start
 
 
 def uvicorn_config(
     config: ServeConfig, target: LocalTarget | None, *, host: str, port: int, log_level: str
 ) -> uvicorn.Config:
-    """uvicorn's settings for the app: its HTTP/1.1 protocol with the read timeouts of
-    `config.limits`, the app's lifespan on."""
+    """uvicorn's settings for the app: its h11 HTTP/1.1 protocol with the read timeouts of
+    `config.limits` (h11 also where httptools is installed), the app's lifespan on."""
     import uvicorn
 
     from backtrack.serve.read_timeouts import read_timeout_protocol

@@ -15,7 +15,7 @@ import httpx2
 import pytest
 
 from backtrack.cli.parser import build_parser
-from backtrack.serve.app import ServeConfig, ServeLimits
+from backtrack.serve.app import ServeConfig, ServeLimits, run_server
 from tests.support.serve_server import running
 from tests.support.servers import MockServer
 
@@ -153,3 +153,21 @@ def test_the_read_timeouts_are_server_options():
         ["serve", "--upstream", "http://u", "--header-timeout", "3", "--body-timeout", "4.5"]
     )
     assert (args.header_timeout, args.body_timeout) == (3.0, 4.5)
+
+
+def test_the_server_exits_with_status_3_when_its_port_is_taken(openai_server: MockServer):
+    # run_server starts uvicorn.Server with the read-timeout settings itself; a failed start is
+    # still uvicorn.run's exit status 3, not a silent return
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(SystemExit) as exited:
+            run_server(
+                ServeConfig(openai_server.url),
+                None,
+                host="127.0.0.1",
+                port=port,
+                log_level="critical",
+            )
+    assert exited.value.code == 3
