@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,7 @@ import llguidance
 
 from grammars.errors import TextError, caret_view
 from grammars.expected import allowed_bytes, expected_after
+from grammars.pieces import FIRST_PIECE, next_piece
 
 PRINTABLE = frozenset(range(0x20, 0x7F))
 """The printable ASCII bytes."""
@@ -144,8 +146,6 @@ def check(
     )
 
 
-# Bytes checked speculatively before they are committed to the engine (see Checker._advance).
-_PIECE = 256
 # The engine's errors when it stops at one of its limits (llguidance 1.5.0, first line).
 _ROW_LIMIT = re.compile(r"Current row has \d+ items; max is (\d+)")
 _LEXER_LIMIT = "lexer error"
@@ -196,6 +196,7 @@ class Checker:
         self._pristine = pristine
         self._renew = renew
         self._matcher = pristine.deep_copy()
+        self._piece = FIRST_PIECE  # bytes a piece (`_advance`), from the last piece's time
         self._parts: list[str] = []
         self.chars = 0
         self.bytes = 0
@@ -288,14 +289,17 @@ class Checker:
 
         Piece by piece: a speculative check (validate_tokens) runs fast but does not count Earley
         items against the budget; committing each piece before the next is looked at bounds the
-        work past the budget to one piece."""
+        work past the budget to one piece. A piece's size follows the engine's time a byte, so
+        that no piece holds the GIL much past PIECE_SECONDS (grammars.pieces)."""
         done = 0
         while done < len(data):
-            piece = list(data[done : done + _PIECE])
+            piece = list(data[done : done + self._piece])
+            started = time.perf_counter()
             valid = self._matcher.validate_tokens(piece)
             if valid and not self._matcher.consume_tokens(piece[:valid]):
                 done = self._at_limit_in(data, chunk)
                 break
+            self._piece = next_piece(len(piece), time.perf_counter() - started)
             done += valid
             if valid < len(piece):
                 # Refused by the grammar, or at a limit that a speculative check does not name.

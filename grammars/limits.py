@@ -40,6 +40,15 @@ class GrammarLimits:
         with a 64 MiB stack: about 20,000 levels fit.
     max_repeat: the largest minItems or maxItems of a JSON schema. The engine builds one node per
         item, about 100 bytes each (10**7 items: 0.9 GB).
+    max_optional_properties: the most properties a JSON schema's object may have that are not
+        `required`. The engine's work per byte of such an object's keys grows about as the square
+        of their number (measured, keys in the schema's order: 100 of them 18 us a byte, 200 114
+        us, 300 264 us, 600 1.1 ms, where a 3.7 KB draft took 21 s to check and held the GIL for
+        0.2 s at a time); 256 keep a draft that names them all under a second.
+    max_pattern_properties: the most `patternProperties` of a JSON schema's object. The engine
+        compiles them into one lexer for the object's keys, at a cost that grows about as the cube
+        of their number (measured, patterns like `^prefix_7_[a-z0-9]{2,8}$`: 100 0.3 s, 200 4.1 s,
+        300 30 s); 128 keep a compile near a second.
     row_items: the work budget of a check: the Earley items that one position of the text may
         hold, beyond the length of the grammar as the engine reads it (a grammar's items per
         position grow with its alternatives: a schema of 600 optional properties needs 2,407).
@@ -54,6 +63,8 @@ class GrammarLimits:
     max_source_bytes: int = 1 << 20
     max_depth: int = 5_000
     max_repeat: int = 100_000
+    max_optional_properties: int = 256
+    max_pattern_properties: int = 128
     row_items: int = 128
 
 

@@ -216,6 +216,8 @@ def serve(args: argparse.Namespace) -> int:
         max_grammar_bytes=args.max_grammar_bytes,
         compile_seconds=args.compile_timeout,
         timeout=args.timeout,
+        header_seconds=args.header_timeout,
+        body_seconds=args.body_timeout,
     )
     config = ServeConfig(args.upstream, args.upstream_kind, key, limits, guide_options(args))
     check_reachable(args.upstream, args.timeout)

@@ -331,6 +331,22 @@ def _add_serve_limits(s: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="a guided request that takes longer gets 504 (default: %(default)s)",
     )
+    s.add_argument(
+        "--header-timeout",
+        type=_seconds,
+        default=defaults.header_seconds,
+        metavar="SECONDS",
+        help="a request whose headers take longer to arrive (from the connection's start) gets "
+        "408 and its connection closed (default: %(default)s)",
+    )
+    s.add_argument(
+        "--body-timeout",
+        type=_seconds,
+        default=defaults.body_seconds,
+        metavar="SECONDS",
+        help="a request whose body takes longer to arrive (from its headers) gets 408 and its "
+        "connection closed (default: %(default)s)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

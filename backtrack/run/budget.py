@@ -5,6 +5,7 @@ stopped short. Once drafts are spent, the target completes the text.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,13 @@ class Budget:
         """The run has used its `max_seconds`: no more API text, the target completes."""
         limit = self.options.max_seconds
         return limit is not None and time.perf_counter() - self.started >= limit
+
+    def seconds_left(self) -> float:
+        """What is left of `max_seconds` (infinite without a bound; 0 once it passed)."""
+        limit = self.options.max_seconds
+        if limit is None:
+            return math.inf
+        return max(0.0, limit - (time.perf_counter() - self.started))
 
     def drafts_spent(self, rounds: Sequence[Round]) -> bool:
         """No more drafts: the run has had its `max_rounds` or used its time."""

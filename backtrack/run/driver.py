@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeAlias
 
 from backtrack.local_drafter import SessionDrafter
@@ -152,6 +152,22 @@ class Run:
         more = self.loop.receive(chunk, stripped=stripped)
         self._pass_on(self.loop.final_chars())
         return more
+
+    def out_of_time(self, stream: DraftStream | AsyncDraftStream | None) -> DraftStream:
+        """max_seconds passed while the drafter was called (backtrack.run.deadline): the draft
+        ends as when a chunk comes past the bound, as "length"; the stream to end it with, what
+        the drafter's said so far (its own may still change in a thread left to a blocked call)."""
+        logger.debug("max_seconds reached in a drafter call: the draft ends, the target completes")
+        self.loop.receive("", stripped="" if stream is None else stream.stripped)  # past the bound
+        if stream is None:
+            return DraftStream(chunks=iter(()), finish_reason="length")
+        return DraftStream(
+            chunks=iter(()),
+            usage=replace(stream.usage),
+            finish_reason="length",
+            request_id=stream.request_id,
+            stripped=stream.stripped,
+        )
 
     def _pass_on(self, final: int, text: str | None = None) -> None:
         """Give on_text the output's characters up to `final` it has not had."""

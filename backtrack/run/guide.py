@@ -15,15 +15,16 @@ import contextvars
 import functools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from backtrack.run.deadline import OutOfTime, awaited_within, draft_within
 from backtrack.run.driver import Correct, Effect, Outcome, Run, Wait
 from backtrack.run.options import GuideOptions, resolve
 from backtrack.trace.result import GuideResult
 from grammars import GrammarLike
-from providers.base import AsyncDrafter, Drafter, Prompt, check_prompt
+from providers.base import AsyncDrafter, AsyncDraftStream, Drafter, Prompt, check_prompt
 
 if TYPE_CHECKING:
     from local_target import LocalTarget
@@ -107,6 +108,11 @@ def _perform(run: Run, effect: Effect) -> Outcome:
     drafter = run.drafter
     if not isinstance(drafter, Drafter):
         raise TypeError(f"{drafter!r} drafts only asynchronously: use aguide()")
+    if run.options.max_seconds is not None:  # the drafter's calls bounded too: in a thread
+        try:
+            return draft_within(drafter, effect.request, run.receive, run.loop.budget.seconds_left)
+        except OutOfTime as exc:
+            return run.out_of_time(exc.stream)
     stream = drafter.draft(effect.request)
     try:
         for chunk in stream:
@@ -234,19 +240,30 @@ class AsyncGuideRun:
         drafter = run.drafter
         if not isinstance(drafter, AsyncDrafter):
             raise TypeError(f"{drafter!r} drafts only synchronously: use guide()")
-        stream = await drafter.adraft(effect.request)
+        stream: AsyncDraftStream | None = None
         try:
-            async for chunk in stream:
-                if len(chunk) <= INLINE_CHECK and run.loop.checks_only(chunk):
-                    more = run.receive(chunk, stream.stripped)
-                    self._hand_on()
-                else:
-                    more = await self._off_loop(_receive, run, chunk, stream.stripped)
-                if not more:
-                    break
-        finally:
-            await stream.aclose()
+            stream = await self._drafter_call(drafter.adraft(effect.request))
+            try:
+                chunks = aiter(stream)
+                while (chunk := await self._drafter_call(anext(chunks, None))) is not None:
+                    if len(chunk) <= INLINE_CHECK and run.loop.checks_only(chunk):
+                        more = run.receive(chunk, stream.stripped)
+                        self._hand_on()
+                    else:
+                        more = await self._off_loop(_receive, run, chunk, stream.stripped)
+                    if not more:
+                        break
+            finally:
+                await stream.aclose()
+        except OutOfTime:
+            return run.out_of_time(stream)
         return stream
+
+    async def _drafter_call(self, awaitable: Awaitable[T]) -> T:
+        """A call to the drafter, cancelled at the run's max_seconds (OutOfTime) if it has one."""
+        if self.run.options.max_seconds is None:
+            return await awaitable
+        return await awaited_within(awaitable, self.run.loop.budget.seconds_left)
 
 
 def _check_threads() -> ThreadPoolExecutor:

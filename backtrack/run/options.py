@@ -222,7 +222,11 @@ class GuideOptions:
             none_allowed=True,
             more="the draft being read is closed, and the target completes the text from what "
             "is committed (at most completion_tokens; with complete_on_budget=False the run "
-            "stops there), so a run ends about one completion after the bound; None: no bound",
+            "stops there), so a run ends about one completion after the bound. It holds while the "
+            "drafter is called: a call not back 1 s past the bound is cancelled (async) or left "
+            "in its thread (sync: a blocked thread cannot be stopped; backtrack.run.deadline); an "
+            "SDK's own read timeout still makes a stalled request a retried ProviderError before "
+            "it. None: no bound",
         ),
     )
     # RUF009: option() is dataclasses.field, which ruff does not know; the Sampling is frozen.

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -59,6 +59,8 @@ from grammars.limits import nesting_past
 from providers.errors import redact, scoped_keys
 
 if TYPE_CHECKING:
+    import uvicorn
+
     from local_target import LocalTarget
 
 logger = logging.getLogger(__name__)
@@ -74,12 +76,16 @@ SHAPES: tuple[Shape, ...] = (
 @dataclass(frozen=True)
 class ServeLimits:
     """What one request may cost: its body in bytes, its grammar in bytes and compile seconds,
-    and the seconds its whole run may take."""
+    the seconds its whole run may take, and the seconds the client has to send its headers (from
+    the connection's start, or the next request's first byte) and its body (from the headers)
+    before a 408 closes the connection (backtrack.serve.read_timeouts)."""
 
     max_body_bytes: int = 1 << 20
     max_grammar_bytes: int = 64 << 10
     compile_seconds: float = 10.0
     timeout: float = 300.0
+    header_seconds: float = 10.0
+    body_seconds: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -112,7 +118,32 @@ def run_server(
     """Serve until interrupted (uvicorn)."""
     import uvicorn
 
-    uvicorn.run(create_app(config, target), host=host, port=port, log_level=log_level)
+    server = uvicorn.Server(
+        uvicorn_config(config, target, host=host, port=port, log_level=log_level)
+    )
+    server.run()
+    if not server.started:  # the port taken, the lifespan failed: uvicorn logged why
+        raise SystemExit(3)  # uvicorn.run's exit status for a failed start
+
+
+def uvicorn_config(
+    config: ServeConfig, target: LocalTarget | None, *, host: str, port: int, log_level: str
+) -> uvicorn.Config:
+    """uvicorn's settings for the app: its h11 HTTP/1.1 protocol with the read timeouts of
+    `config.limits` (h11 also where httptools is installed), the app's lifespan on."""
+    import uvicorn
+
+    from backtrack.serve.read_timeouts import read_timeout_protocol
+
+    limits = config.limits
+    return uvicorn.Config(
+        create_app(config, target),
+        host=host,
+        port=port,
+        log_level=log_level,
+        lifespan="on",
+        http=read_timeout_protocol(limits.header_seconds, limits.body_seconds),
+    )
 
 
 class _Server:
@@ -211,11 +242,14 @@ class _Server:
             raise _too_large(int(declared), limit)
         chunks: list[bytes] = []
         size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise _too_large(size, limit)
-            chunks.append(chunk)
+        try:
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise _too_large(size, limit)
+                chunks.append(chunk)
+        except ClientDisconnect:  # gone, or closed by the body's read timeout: nobody to answer
+            raise ServeError(408, "the body did not arrive", code="timeout") from None
         return b"".join(chunks)
 
 

@@ -312,18 +312,41 @@ class _SchemaGraph:
         return ", and ".join(reasons)
 
 
+def _check_costs(path: tuple[str, ...], node: dict[str, Any], limits: GrammarLimits) -> None:
+    """Refuse a subschema whose grammar would cost past `limits`: its item counts, its optional
+    properties, its patternProperties."""
+    for key in ("minItems", "maxItems"):
+        count = node.get(key)
+        if isinstance(count, int) and count > limits.max_repeat:
+            raise GrammarError(
+                f"{key} {count} at {_pointer(path)!r}: the engine builds one grammar node per "
+                f"item; at most GrammarLimits.max_repeat ({limits.max_repeat})"
+            )
+    properties = node.get("properties")
+    if isinstance(properties, dict) and len(properties) > limits.max_optional_properties:
+        required = node.get("required")
+        optional = set(properties) - set(required if isinstance(required, list) else ())
+        if len(optional) > limits.max_optional_properties:
+            raise GrammarError(
+                f"the object at {_pointer(path)!r} has {len(optional):,} optional properties (not "
+                "`required`): checking its keys costs about the square of their number a byte; "
+                f"at most GrammarLimits.max_optional_properties ({limits.max_optional_properties})"
+            )
+    patterns = node.get("patternProperties")
+    if isinstance(patterns, dict) and len(patterns) > limits.max_pattern_properties:
+        raise GrammarError(
+            f"the object at {_pointer(path)!r} has {len(patterns):,} patternProperties: compiling "
+            "them costs about the cube of their number; at most "
+            f"GrammarLimits.max_pattern_properties ({limits.max_pattern_properties})"
+        )
+
+
 def check_schema(schema: Any, limits: GrammarLimits) -> None:
     """Refuse, with GrammarError, what the engine cannot take from a JSON schema."""
     _json_depth(schema)
     visits = _walk_depth(schema) if isinstance(schema, dict) else []
     for path, node in _subschemas(schema):
-        for key in ("minItems", "maxItems"):
-            count = node.get(key)
-            if isinstance(count, int) and count > limits.max_repeat:
-                raise GrammarError(
-                    f"{key} {count} at {_pointer(path)!r}: the engine builds one grammar node per "
-                    f"item; at most GrammarLimits.max_repeat ({limits.max_repeat})"
-                )
+        _check_costs(path, node, limits)
     if isinstance(schema, dict):
         graph = _SchemaGraph(schema)
         graph.solve()

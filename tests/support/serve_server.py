@@ -1,5 +1,5 @@
-"""`backtrack serve` under uvicorn in a background thread on 127.0.0.1 (a free port), for tests and
-benchmarks: `with running(config, target) as url: ...`."""
+"""`backtrack serve` under uvicorn (with the server's own settings) in a background thread on
+127.0.0.1 (a free port), for tests and benchmarks: `with running(config, target) as url: ...`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import uvicorn
 
-from backtrack.serve.app import ServeConfig, create_app
+from backtrack.serve.app import ServeConfig, uvicorn_config
 
 if TYPE_CHECKING:
     from local_target import LocalTarget
@@ -20,8 +20,7 @@ if TYPE_CHECKING:
 @contextmanager
 def running(config: ServeConfig, target: LocalTarget | None = None) -> Iterator[str]:
     """The server's base URL while it runs; stopped (and its lifespan closed) on exit."""
-    app = create_app(config, target)
-    settings = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    settings = uvicorn_config(config, target, host="127.0.0.1", port=0, log_level="warning")
     server = uvicorn.Server(settings)
     thread = threading.Thread(target=server.run, name="backtrack-serve", daemon=True)
     thread.start()

@@ -112,3 +112,26 @@ def test_a_ref_chain_of_500_is_a_400_that_says_where(url: str):
         "each `$ref` counted as a level: it passes 124 at '#/$defs/d124', after 125 `$ref`s"
         in message
     )
+
+
+def test_a_schema_of_600_optional_properties_is_a_400_that_says_why(url: str):
+    # 25 KB of schema; checking a draft that named 300 of its keys held the server's GIL for
+    # seconds and stalled /health
+    properties = {f"property_{i:04d}": {"type": "string"} for i in range(600)}
+    body = guided({"type": "object", "properties": properties})
+    assert len(body) > 20_000
+    reply = post(url, body)
+    assert reply.status_code == 400
+    error = reply.json()["error"]
+    assert error["code"] == "invalid_grammar"
+    assert "the object at '#' has 600 optional properties" in error["message"]
+
+
+def test_a_schema_of_300_pattern_properties_is_a_400_that_says_why(url: str):
+    # it took 30 s to compile, and went on after its 400 for passing the compile time limit
+    patterns = {f"^prefix_{i}_[a-z0-9]{{2,8}}$": {"type": "string"} for i in range(300)}
+    reply = post(url, guided({"type": "object", "patternProperties": patterns}))
+    assert reply.status_code == 400
+    error = reply.json()["error"]
+    assert error["code"] == "invalid_grammar"
+    assert "the object at '#' has 300 patternProperties" in error["message"]

@@ -16,8 +16,10 @@ import string
 import subprocess
 import sys
 import textwrap
+import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -130,6 +132,89 @@ def test_max_repeat_is_a_limit_the_caller_may_raise():
         Grammar.from_json_schema(schema)
     grammar = Grammar.from_json_schema(schema, limits=GrammarLimits(max_repeat=200_000))
     assert grammar.check("[" + "1," * 10).valid
+
+
+def wide_object(optional: int, required: int = 0) -> dict[str, object]:
+    names = [f"p{i}" for i in range(optional + required)]
+    return {
+        "type": "object",
+        "properties": {n: {"type": "integer"} for n in names},
+        "required": names[:required],
+    }
+
+
+def test_an_object_with_too_many_optional_properties_is_refused_where_it_is():
+    """600 optional properties: a 3.7 KB draft naming half of them took 21 s to check, holding
+    the GIL 0.2 s at a time (a server's /health stalled); refused before compiling."""
+    schema = {
+        "type": "object",
+        "properties": {"inner": {"type": "array", "items": wide_object(600)}},
+    }
+    with pytest.raises(GrammarError) as refused:
+        Grammar.from_json_schema(schema)
+    message = str(refused.value)
+    assert "the object at '#/properties/inner/items' has 600 optional properties" in message
+    assert "GrammarLimits.max_optional_properties (256)" in message
+
+
+def test_required_properties_do_not_count_toward_the_optional_limit():
+    grammar = Grammar.from_json_schema(wide_object(256, required=400))
+    assert not grammar.matches('{"p0": 1}')  # p256... are required
+    limits = GrammarLimits(max_optional_properties=600)
+    assert Grammar.from_json_schema(wide_object(600), limits=limits).matches('{"p0": 1}')
+
+
+def patterned(count: int) -> dict[str, Any]:
+    patterns = {f"^prefix_{i}_[a-z0-9]{{2,8}}$": {"type": "string"} for i in range(count)}
+    return {"type": "object", "patternProperties": patterns}
+
+
+def test_an_object_with_too_many_pattern_properties_is_refused_before_compiling():
+    """300 patternProperties (15 KB) took 30 s to compile; refused at once, saying where."""
+    schema = {"type": "array", "items": patterned(300)}
+    with pytest.raises(GrammarError) as refused:
+        Grammar.from_json_schema(schema)
+    message = str(refused.value)
+    assert "the object at '#/items' has 300 patternProperties" in message
+    assert "GrammarLimits.max_pattern_properties (128)" in message
+    assert Grammar.from_json_schema(patterned(20)).matches('{"prefix_3_ab": "x"}')
+
+
+class TimedMatcher:
+    """A matcher whose validate_tokens and consume_tokens calls are timed (the engine holds the
+    GIL through each: every other thread waits that long)."""
+
+    def __init__(self, matcher: Any) -> None:
+        self._matcher = matcher
+        self.calls: list[tuple[int, float]] = []  # (bytes, seconds)
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._matcher, name)
+        if name not in ("validate_tokens", "consume_tokens"):
+            return method
+
+        def timed(tokens: list[int]) -> Any:
+            started = time.perf_counter()
+            try:
+                return method(tokens)
+            finally:
+                self.calls.append((len(tokens), time.perf_counter() - started))
+
+        return timed
+
+
+def test_a_costly_grammar_is_checked_in_pieces_that_hold_the_gil_briefly():
+    """1,000 optional properties (allowed here) cost the engine about 3 ms a byte of their keys:
+    256-byte pieces held the GIL near a second each. Pieces now follow the engine's time a byte
+    (about 5 ms each; the bound here is 20 times that)."""
+    limits = GrammarLimits(max_optional_properties=1000)
+    grammar = Grammar.from_json_schema(wide_object(1000), limits=limits)
+    draft = "{" + ", ".join(f'"p{i}": {i}' for i in range(0, 1000, 2))
+    checker = grammar.checker()
+    timed = checker._matcher = TimedMatcher(checker._matcher)
+    assert checker.feed(draft[:1000]) == 1000
+    slowest = max(seconds for _, seconds in timed.calls)
+    assert slowest < 0.1, f"an engine call held the GIL {slowest:.2f} s"
 
 
 def test_item_counts_inside_definitions_are_found():

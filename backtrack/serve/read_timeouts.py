@@ -1,0 +1,106 @@
+"""Read timeouts for `backtrack serve`: uvicorn's HTTP/1.1 protocol (h11) with a deadline on what
+the client sends.
+
+uvicorn waits for a request's headers and body as long as the client keeps the connection open, so
+a client that sends a header byte every few seconds (slowloris), or a body that trickles or
+stalls, holds a connection and its buffers for ever. Here a request's headers must all arrive
+within `header_seconds` of the connection opening (or of the first byte of the next request on a
+kept-alive connection), and its body within `body_seconds` of the headers. Past either, the
+connection gets `408 Request Timeout` (when no response has started) and is closed; a handler
+still reading the body sees the client gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+
+def read_timeout_protocol(header_seconds: float, body_seconds: float) -> type[H11Protocol]:
+    """uvicorn's h11 protocol with these read deadlines (uvicorn.Config's `http`)."""
+
+    class ReadTimeoutProtocol(_ReadTimeoutProtocol):
+        pass
+
+    ReadTimeoutProtocol.header_seconds = header_seconds
+    ReadTimeoutProtocol.body_seconds = body_seconds
+    return ReadTimeoutProtocol
+
+
+class _ReadTimeoutProtocol(H11Protocol):
+    header_seconds: float
+    body_seconds: float
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deadline: asyncio.TimerHandle | None = None
+        self._waiting_for: str | None = None  # "headers", "body" or None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._wait_for("headers")
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._wait_for(None)
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._follow_state()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._follow_state()
+
+    def _follow_state(self) -> None:
+        """Arm the deadline of what the client is sending now: the next request's headers once
+        any of it arrived (an idle kept-alive connection is uvicorn's keep-alive timeout's), the
+        body while it is short; none once the request is in."""
+        if self.transport.is_closing():
+            self._wait_for(None)
+        elif self.conn.their_state is h11.SEND_BODY:
+            self._wait_for("body")
+        elif self.conn.their_state is h11.IDLE and self.conn.trailing_data[0]:
+            self._wait_for("headers")
+        elif self._waiting_for != "headers" or self.conn.their_state is not h11.IDLE:
+            self._wait_for(None)
+
+    def _wait_for(self, part: str | None) -> None:
+        if part == self._waiting_for:
+            return  # a deadline runs from its start, whatever arrives meanwhile
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        self._waiting_for = part
+        if part is not None:
+            seconds = self.header_seconds if part == "headers" else self.body_seconds
+            self._deadline = self.loop.call_later(seconds, self._timed_out, part, seconds)
+
+    def _timed_out(self, part: str, seconds: float) -> None:
+        self._deadline = None
+        self._waiting_for = None
+        if self.transport.is_closing():
+            return
+        cycle = self.cycle if part == "body" else None
+        if cycle is None or not cycle.response_started:
+            message = f"the request's {part} did not arrive within {seconds:g} seconds\n"
+            self.transport.write(_timeout_response(message.encode()))
+        if cycle is not None and not cycle.response_complete:
+            cycle.disconnected = True  # the handler reading the body sees the client gone
+            cycle.message_event.set()
+        self.transport.close()
+
+
+def _timeout_response(body: bytes) -> bytes:
+    # Written as bytes: h11 has no request to answer while the headers are incomplete, and the
+    # connection closes after it either way.
+    head = (
+        "HTTP/1.1 408 Request Timeout\r\n"
+        "content-type: text/plain; charset=utf-8\r\n"
+        "connection: close\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
