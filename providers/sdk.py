@@ -12,6 +12,10 @@ only what differs:
     _prepare(request)           the SDKRequest for a DraftRequest: create() arguments, aligner
     _read_event(event, stream)  the text one stream event carries (usage, finish reason noted)
     _failed(exc, sdk_request)   the error for a request that did not start (translated as is)
+
+With `guided_tool` (a function's name) the draft's text is that function's arguments
+(providers.tool_calls): `_create_kwargs` says how a request goes, `reading_tools` how its reply
+is read, and `tool_reply` holds what the last fresh answer carried besides.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from providers.errors import ProviderError, masked_cause, remember_keys
 from providers.retry import without_sdk_retries
 from providers.sdk_errors import mapped_exceptions, to_provider_error
 from providers.sdk_stream import AnyStream, async_stream, header, sync_stream
+from providers.tool_calls import ToolReply, without_tools
 
 __all__ = ["SDKDrafter", "SDKRequest"]
 
@@ -60,9 +65,24 @@ class SDKDrafter:
         self.client = without_sdk_retries(client)
         self.model = model
         self.create_kwargs = create_kwargs
+        self.guided_tool: str | None = None
+        self.tool_reply: ToolReply | None = None
+        self.reading_tools = False
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r})"
+
+    def _create_kwargs(self, request: DraftRequest) -> dict[str, Any]:
+        """The create kwargs for `request`. With a guided tool, a fresh answer goes with the tools
+        and its reply is read as a new `tool_reply`; once text is committed, a draft goes without
+        them and its reply's text continues the arguments."""
+        self.reading_tools = self.guided_tool is not None and not request.prefix
+        if self.guided_tool is None:
+            return dict(self.create_kwargs)
+        if request.prefix:
+            return without_tools(self.create_kwargs)
+        self.tool_reply = ToolReply(self.guided_tool)
+        return dict(self.create_kwargs)
 
     def _endpoint(self) -> Any:
         raise NotImplementedError

@@ -1,0 +1,90 @@
+"""Tool calls in a draft: the arguments of one named function are the draft's text.
+
+A drafter given `guided_tool=` (providers.openai, providers.anthropic) sends the request's tools
+with a fresh answer (nothing committed yet) and reads its reply in two parts: the arguments of the
+first call of `guided_tool`, streamed as the draft's text, and the rest on the side, in a
+`ToolReply` (the content the model wrote beside the call, and every call with its id and name;
+the other calls' arguments as the model gave them, unguided).
+
+Once text is committed, a draft continues the arguments as plain text: the request goes without
+its tools (`without_tools`), the arguments so far are the model's own last message (continued as
+any text is: providers.align), and the reply's content is the rest of them. A call that started
+over would write a fresh object, not the rest of this one.
+
+A fresh answer that calls no `guided_tool` (content only, or other functions) ends the run with
+`NoGuidedCall`, which carries that reply: the caller hands it back as the upstream gave it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from providers.errors import ProviderError
+
+__all__ = ["TOOL_FIELDS", "NoGuidedCall", "ToolCall", "ToolReply", "without_tools"]
+
+# What a request says about tools (OpenAI's and Anthropic's names); a continuation goes without.
+TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls")
+
+
+@dataclass
+class ToolCall:
+    """One call as the model made it: `arguments` as it streamed them (for the guided call, the
+    draft's text holds them instead)."""
+
+    id: str
+    name: str
+    arguments: str = ""
+
+
+@dataclass
+class ToolReply:
+    """What a fresh answer carried besides the guided arguments. `calls` in the reply's order,
+    keyed by the stream's index (OpenAI's tool call index, Anthropic's content block index);
+    `guided` the key of the first call of `tool`, whose arguments are the draft's text."""
+
+    tool: str
+    content: str = ""
+    calls: dict[int, ToolCall] = field(default_factory=dict)
+    guided: int | None = None
+
+    def start(self, key: int, id: str, name: str) -> None:
+        """A call begins at `key` (a second start at the same key, as OpenAI sends, changes it)."""
+        call = self.calls.setdefault(key, ToolCall(id, name))
+        call.id, call.name = id or call.id, name or call.name
+        if self.guided is None and call.name == self.tool:
+            self.guided = key
+
+    def arguments(self, key: int, piece: str) -> str | None:
+        """`piece` of the call at `key`: the draft's text for the guided call (returned), kept
+        on the side for the others (None)."""
+        if key == self.guided:
+            return piece
+        if key in self.calls:
+            self.calls[key].arguments += piece
+        return None
+
+    def ended(self, request_id: str | None) -> None:
+        """The reply ended: NoGuidedCall when it called no `tool`."""
+        if self.guided is None:
+            raise NoGuidedCall(self, request_id)
+
+
+class NoGuidedCall(ProviderError):
+    """A fresh answer that called no guided function: `reply` holds what it wrote instead. Not
+    retryable: the model chose to answer so, and the answer is passed on as it is."""
+
+    def __init__(self, reply: ToolReply, request_id: str | None) -> None:
+        self.reply = reply
+        super().__init__(f"the reply did not call {reply.tool!r}", request_id=request_id)
+
+
+def without_tools(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """`kwargs` without the tool fields, in it or in its `extra_body` (the server sends a body's
+    other fields there)."""
+    out = {k: v for k, v in kwargs.items() if k not in TOOL_FIELDS}
+    extra = out.get("extra_body")
+    if isinstance(extra, dict):
+        out["extra_body"] = {k: v for k, v in extra.items() if k not in TOOL_FIELDS}
+    return out
