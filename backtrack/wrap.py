@@ -28,6 +28,7 @@ from backtrack.wire.shape import SdkDrafter
 from grammars import GrammarLike
 from providers.base import Message
 from providers.clients import client_kind
+from providers.tool_calls import NoGuidedCall, ToolReply
 
 if TYPE_CHECKING:
     from anthropic import Anthropic, AsyncAnthropic
@@ -44,8 +45,9 @@ if TYPE_CHECKING:
 # How a guided create() call is read: (client, kwargs) -> (drafter, prompt); `kwargs` is what is
 # left once the grammar and the options are out.
 ReadKwargs = Callable[[Any, dict[str, Any]], tuple[SdkDrafter, list[Message]]]
-# How the result is answered: (model, result) -> the SDK's response.
-Respond = Callable[[str, GuideResult], Any]
+# How the result is answered: (model, result, what a tool call carried besides) -> the SDK's
+# response.
+Respond = Callable[[str, GuideResult, ToolReply | None], Any]
 
 
 class _Proxy:
@@ -131,7 +133,7 @@ def wrap(
             defaults,
             anthropic_messages.read_kwargs,
             anthropic_messages.message,
-            lambda kwargs: "grammar" in kwargs,
+            anthropic_messages.asks_for_grammar,
         )
         return _Proxy(client, messages=_Proxy(client.messages, create=create))
     raise TypeError(f"wrap() takes an OpenAI or Anthropic client, not {type(client).__name__}")
@@ -147,13 +149,51 @@ class _Defaults:
 
 @dataclass(frozen=True)
 class _Call:
-    """One guided create() call, taken apart: the drafter, the grammar, and guide()'s arguments."""
+    """One guided create() call, taken apart: the drafter, the grammar, guide()'s arguments, and
+    how its result is answered."""
 
     drafter: SdkDrafter
     grammar: GrammarLike
     prompt: list[Message]
     target: LocalTarget | None
     options: GuideOptions
+    respond: Respond
+
+    def run(self) -> Any:
+        """guide() run, and its result as the SDK's response."""
+        try:
+            result = guide(
+                self.drafter,
+                self.grammar,
+                prompt=self.prompt,
+                target=self.target,
+                options=self.options,
+            )
+        except NoGuidedCall as exc:
+            return self.answer(exc)
+        return self.answer(result)
+
+    async def arun(self) -> Any:
+        """aguide() run, and its result as the SDK's response."""
+        try:
+            result = await aguide(
+                self.drafter,
+                self.grammar,
+                prompt=self.prompt,
+                target=self.target,
+                options=self.options,
+            )
+        except NoGuidedCall as exc:
+            return self.answer(exc)
+        return self.answer(result)
+
+    def answer(self, result: GuideResult | NoGuidedCall) -> Any:
+        """The SDK's response; a reply that called no guided function as the upstream gave it."""
+        if isinstance(result, NoGuidedCall):
+            if not isinstance(result.partial, GuideResult):
+                raise result
+            result = result.partial
+        return self.respond(self.drafter.model, result, self.drafter.tool_reply)
 
 
 def _split(kwargs: dict[str, Any], defaults: _Defaults) -> tuple[GrammarLike, GuideOptions]:
@@ -196,15 +236,17 @@ def _guided_create(
     guided: Callable[[dict[str, Any]], bool],
 ) -> Callable[..., Any]:
     """`create` (or async `acreate`) that runs guide() where `guided(kwargs)` says the call asks
-    for a grammar (`grammar=`, or OpenAI's `response_format`), else `original`. `read` takes the
-    call apart (backtrack.wire); `respond(model, result)` gives the SDK response."""
+    for a grammar (`grammar=`, OpenAI's `response_format`, strict tools), else `original`.
+    `read` takes the call apart (backtrack.wire); `respond(model, result, tool reply)` gives the
+    SDK response."""
 
     def setup(kwargs: dict[str, Any]) -> _Call:
         grammar, options = _split(kwargs, defaults)
         target = kwargs.pop("target", defaults.target)
+        tool = kwargs.pop("guided_tool", None)  # set by `guided`, from the call's tools
         _refuse_mistyped_options(kwargs, original)
-        drafter, prompt = read(client, kwargs)
-        return _Call(drafter, grammar, prompt, target, options)
+        drafter, prompt = read(client, {**kwargs, "guided_tool": tool} if tool else kwargs)
+        return _Call(drafter, grammar, prompt, target, options, respond)
 
     kind = client_kind(client)
     if kind is not None and kind.is_async:
@@ -212,25 +254,13 @@ def _guided_create(
         async def acreate(*args: Any, **kwargs: Any) -> Any:
             if not guided(kwargs):
                 return await original(*args, **kwargs)
-            call = setup(kwargs)
-            result = await aguide(
-                call.drafter,
-                call.grammar,
-                prompt=call.prompt,
-                target=call.target,
-                options=call.options,
-            )
-            return respond(call.drafter.model, result)
+            return await setup(kwargs).arun()
 
         return acreate
 
     def create(*args: Any, **kwargs: Any) -> Any:
         if not guided(kwargs):
             return original(*args, **kwargs)
-        call = setup(kwargs)
-        result = guide(
-            call.drafter, call.grammar, prompt=call.prompt, target=call.target, options=call.options
-        )
-        return respond(call.drafter.model, result)
+        return setup(kwargs).run()
 
     return create

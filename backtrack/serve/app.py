@@ -190,7 +190,7 @@ class _Server:
             )
         raw = await self._body(request)
         body = parse_body(raw)
-        asked = take_fields(body)
+        asked = take_fields(body, shape)
         if asked.grammar is None:
             if "backtrack" in body:
                 raw = json.dumps(asked.body).encode()

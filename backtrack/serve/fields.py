@@ -15,6 +15,9 @@ A grammar arrives in one of these fields (two at once are an error):
 
 and `backtrack: {"trace": "html", "max_corrections": 2, ...}` asks for the HTML trace in the reply
 and changes GuideOptions by name. All of these are taken out of the body sent upstream.
+
+Without a grammar field, strict tools guide a call's arguments (backtrack.wire.tools): the
+function's schema is the grammar (`field` "tools"), and the tools go upstream as they came.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any, Literal
 
 from backtrack.serve.errors import RequestError
 from backtrack.wire.openai_chat import response_format_schema
-from backtrack.wire.shape import MalformedBody
+from backtrack.wire.shape import MalformedBody, Shape
 from grammars import Grammar, GrammarLimits
 
 Kind = Literal["schema", "lark", "regex"]
@@ -57,16 +60,18 @@ class GrammarSpec:
 @dataclass(frozen=True)
 class Asked:
     """A request body taken apart: its grammar (None: pass the request through), whether the
-    reply carries the HTML trace, GuideOptions changes, and the body without these fields."""
+    reply carries the HTML trace, GuideOptions changes, the body without these fields, and the
+    function whose arguments are guided (None: the text is)."""
 
     grammar: GrammarSpec | None
     trace_html: bool
     options: dict[str, Any]
     body: dict[str, Any]
+    tool: str | None = None
 
 
-def take_fields(body: dict[str, Any]) -> Asked:
-    """`body` taken apart (RequestError, a 400, when a field is malformed)."""
+def take_fields(body: dict[str, Any], shape: Shape) -> Asked:
+    """`body` taken apart for `shape` (RequestError, a 400, when a field is malformed)."""
     rest = dict(body)
     specs: list[GrammarSpec] = []
     for name in GRAMMAR_FIELDS:
@@ -84,7 +89,11 @@ def take_fields(body: dict[str, Any]) -> Asked:
     trace = options.pop("trace", None)
     if trace not in (None, "html"):
         raise RequestError('`backtrack.trace.record` takes "html"', param="backtrack.trace.record")
-    return Asked(specs[0] if specs else None, trace == "html", options, rest)
+    tool = None if specs else shape.guided_tool(rest)
+    if tool is not None:
+        specs.append(GrammarSpec("schema", tool.schema, "tools"))
+    tool_name = None if tool is None else tool.name
+    return Asked(specs[0] if specs else None, trace == "html", options, rest, tool_name)
 
 
 def _spec(name: str, value: Any) -> GrammarSpec | None:

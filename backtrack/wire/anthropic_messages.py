@@ -7,6 +7,7 @@ message_stop. Its `system` goes first in the prompt, as a system message.
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
@@ -24,8 +25,10 @@ from backtrack.wire.shape import (
     with_partial,
 )
 from backtrack.wire.sse import sse
+from backtrack.wire.tools import GuidedTool, ask_for_tool, guided_tool, reply_calls
 from providers import AnthropicDrafter
 from providers.base import Message, Prompt
+from providers.tool_calls import ToolReply
 
 if TYPE_CHECKING:
     from backtrack.wire.guided_clients import GuidedMessage
@@ -46,10 +49,17 @@ class AnthropicMessages(Shape):
             return [{"role": "system", "content": system}, *messages]
         return messages
 
+    def guided_tool(self, body: dict[str, Any]) -> GuidedTool | None:
+        return guided_tool(body, "anthropic")
+
     def reply(
-        self, guided: GuidedRequest, result: GuideResult, extra: dict[str, Any]
+        self,
+        guided: GuidedRequest,
+        result: GuideResult,
+        extra: dict[str, Any],
+        tools: ToolReply | None = None,
     ) -> dict[str, Any]:
-        reply: dict[str, Any] = message(guided.model, result).model_dump(
+        reply: dict[str, Any] = message(guided.model, result, tools).model_dump(
             mode="json", exclude_unset=True, exclude={"guide_result"}
         )
         return {**reply, "backtrack": extra}
@@ -117,6 +127,12 @@ def read_kwargs(client: Any, kwargs: dict[str, Any]) -> tuple[AnthropicDrafter, 
     return AnthropicMessages().drafter(client, model, **kwargs), messages
 
 
+def asks_for_grammar(kwargs: dict[str, Any]) -> bool:
+    """Whether a create() call is guided: it gives `grammar=`, or tools that guide (their
+    grammar then set in `kwargs`: backtrack.wire.tools)."""
+    return "grammar" in kwargs or ask_for_tool(kwargs, "anthropic")
+
+
 def stop_reason(result: GuideResult) -> Literal["end_turn", "max_tokens"]:
     return "end_turn" if result.valid else "max_tokens"
 
@@ -131,20 +147,43 @@ def usage(result: GuideResult) -> AnthropicUsage:
     return {"input_tokens": result.usage.input_tokens, "output_tokens": result.usage.output_tokens}
 
 
-def message(model: str, result: GuideResult) -> GuidedMessage:
-    """`result` as the SDK's Message (a subclass carrying `guide_result`)."""
+def message(model: str, result: GuideResult, tools: ToolReply | None = None) -> GuidedMessage:
+    """`result` as the SDK's Message (a subclass carrying `guide_result`); with `tools`, its
+    content is the reply's text and tool_use blocks, the guided block's input the run's text
+    parsed ({} where it is not valid: stop_reason max_tokens, the text in `guide_result`)."""
     from anthropic.types import Message as SdkMessage
-    from anthropic.types import TextBlock, Usage
+    from anthropic.types import TextBlock, ToolUseBlock, Usage
+
+    content: list[TextBlock | ToolUseBlock] = [TextBlock(type="text", text=result.text)]
+    stop: Literal["end_turn", "max_tokens", "tool_use"] = stop_reason(result)
+    if tools is not None:
+        content = [TextBlock(type="text", text=tools.content)] if tools.content else []
+        calls = reply_calls(tools, result.text)
+        content += [
+            ToolUseBlock(type="tool_use", id=c.id, name=c.name, input=_input(c.arguments))
+            for c in calls
+        ]
+        valid = result.valid or tools.guided is None
+        stop = ("tool_use" if calls else "end_turn") if valid else "max_tokens"
 
     reply: GuidedMessage = with_guide_result(SdkMessage)(
         id=f"msg_backtrack_{uuid.uuid4().hex}",
         type="message",
         role="assistant",
         model=model,
-        content=[TextBlock(type="text", text=result.text)],
-        stop_reason=stop_reason(result),
+        content=content,
+        stop_reason=stop,
         stop_sequence=None,
         usage=Usage(**usage(result)),
         guide_result=result,
     )
     return reply
+
+
+def _input(arguments: str) -> dict[str, object]:
+    """A tool_use block's input: the arguments' object ({} where they are none)."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

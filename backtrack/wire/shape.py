@@ -18,13 +18,17 @@ import functools
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from backtrack.trace.result import GuideResult
 from backtrack.wire.sse import sse
 from grammars import BacktrackError, PartialResult
 from providers import AnthropicDrafter, OpenAIChatDrafter, OpenAICompletionsDrafter
 from providers.base import Message, Prompt, check_prompt
+from providers.tool_calls import ToolReply
+
+if TYPE_CHECKING:
+    from backtrack.wire.tools import GuidedTool
 
 UpstreamKind = Literal["openai", "anthropic"]
 SdkDrafter = OpenAIChatDrafter | OpenAICompletionsDrafter | AnthropicDrafter
@@ -100,6 +104,10 @@ class Shape:
     def prompt_from_body(self, body: dict[str, Any]) -> Prompt:
         return body_messages(body)
 
+    def guided_tool(self, body: dict[str, Any]) -> GuidedTool | None:
+        """The function whose arguments `body` guides by its tools (backtrack.wire.tools)."""
+        return None
+
     def drafter_options(self, max_tokens_param: str, extra: dict[str, Any]) -> dict[str, Any]:
         """The drafter's keywords for a body: its other fields go upstream as they came."""
         return {"extra_body": extra}
@@ -107,9 +115,14 @@ class Shape:
     # -- writing replies
 
     def reply(
-        self, guided: GuidedRequest, result: GuideResult, extra: dict[str, Any]
+        self,
+        guided: GuidedRequest,
+        result: GuideResult,
+        extra: dict[str, Any],
+        tools: ToolReply | None = None,
     ) -> dict[str, Any]:
-        """The whole reply, with `extra` as its `backtrack` object."""
+        """The whole reply, with `extra` as its `backtrack` object (and `tools`, what a reply
+        guided by its tools carried besides the guided text)."""
         raise NotImplementedError
 
     def stream(self, guided: GuidedRequest) -> EventStream:
