@@ -159,33 +159,9 @@ class _Call:
     options: GuideOptions
     respond: Respond
 
-    def run(self) -> Any:
-        """guide() run, and its result as the SDK's response."""
-        try:
-            result = guide(
-                self.drafter,
-                self.grammar,
-                prompt=self.prompt,
-                target=self.target,
-                options=self.options,
-            )
-        except NoGuidedCall as exc:
-            return self.answer(exc)
-        return self.answer(result)
-
-    async def arun(self) -> Any:
-        """aguide() run, and its result as the SDK's response."""
-        try:
-            result = await aguide(
-                self.drafter,
-                self.grammar,
-                prompt=self.prompt,
-                target=self.target,
-                options=self.options,
-            )
-        except NoGuidedCall as exc:
-            return self.answer(exc)
-        return self.answer(result)
+    def arguments(self) -> dict[str, Any]:
+        """guide()'s keywords besides the drafter and the grammar."""
+        return {"prompt": self.prompt, "target": self.target, "options": self.options}
 
     def answer(self, result: GuideResult | NoGuidedCall) -> Any:
         """The SDK's response; a reply that called no guided function as the upstream gave it."""
@@ -254,13 +230,21 @@ def _guided_create(
         async def acreate(*args: Any, **kwargs: Any) -> Any:
             if not guided(kwargs):
                 return await original(*args, **kwargs)
-            return await setup(kwargs).arun()
+            call = setup(kwargs)
+            try:
+                return call.answer(await aguide(call.drafter, call.grammar, **call.arguments()))
+            except NoGuidedCall as exc:
+                return call.answer(exc)
 
         return acreate
 
     def create(*args: Any, **kwargs: Any) -> Any:
         if not guided(kwargs):
             return original(*args, **kwargs)
-        return setup(kwargs).run()
+        call = setup(kwargs)
+        try:
+            return call.answer(guide(call.drafter, call.grammar, **call.arguments()))
+        except NoGuidedCall as exc:
+            return call.answer(exc)
 
     return create

@@ -87,6 +87,7 @@ class AnthropicDrafter(SDKDrafter):
 
     reserved = frozenset({"model", "messages", "stream", "max_tokens"})
     request_id_header = "request-id"
+    tool_choice_none: ClassVar[object] = {"type": "none"}
     # Models that answered a prefill with a 400, shared by every drafter in the process.
     _no_prefill: ClassVar[set[str]] = set()
     _lock: ClassVar[threading.Lock] = threading.Lock()

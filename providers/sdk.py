@@ -30,7 +30,7 @@ from providers.errors import ProviderError, masked_cause, remember_keys
 from providers.retry import without_sdk_retries
 from providers.sdk_errors import mapped_exceptions, to_provider_error
 from providers.sdk_stream import AnyStream, async_stream, header, sync_stream
-from providers.tool_calls import ToolReply, without_tools
+from providers.tool_calls import ToolReply, calling_none
 
 __all__ = ["SDKDrafter", "SDKRequest"]
 
@@ -50,6 +50,7 @@ class SDKDrafter:
     """A drafter over an OpenAI or Anthropic SDK client: what every protocol's drafter shares."""
 
     reserved: ClassVar[frozenset[str]]
+    tool_choice_none: ClassVar[object] = "none"  # the protocol's tool_choice that calls no tool
     request_id_header: ClassVar[str]
     capabilities: Capabilities
 
@@ -74,13 +75,13 @@ class SDKDrafter:
 
     def _create_kwargs(self, request: DraftRequest) -> dict[str, Any]:
         """The create kwargs for `request`. With a guided tool, a fresh answer goes with the tools
-        and its reply is read as a new `tool_reply`; once text is committed, a draft goes without
-        them and its reply's text continues the arguments."""
+        and its reply is read as a new `tool_reply`; once text is committed, a draft may call no
+        tool (`tool_choice_none`) and its reply's text continues the arguments."""
         self.reading_tools = self.guided_tool is not None and not request.prefix
         if self.guided_tool is None:
             return dict(self.create_kwargs)
         if request.prefix:
-            return without_tools(self.create_kwargs)
+            return calling_none(self.create_kwargs, self.tool_choice_none)
         self.tool_reply = ToolReply(self.guided_tool)
         return dict(self.create_kwargs)
 

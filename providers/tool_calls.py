@@ -6,10 +6,11 @@ first call of `guided_tool`, streamed as the draft's text, and the rest on the s
 `ToolReply` (the content the model wrote beside the call, and every call with its id and name;
 the other calls' arguments as the model gave them, unguided).
 
-Once text is committed, a draft continues the arguments as plain text: the request goes without
-its tools (`without_tools`), the arguments so far are the model's own last message (continued as
-any text is: providers.align), and the reply's content is the rest of them. A call that started
-over would write a fresh object, not the rest of this one.
+Once text is committed, a draft continues the arguments as plain text: the request keeps its tools
+(a conversation that holds earlier calls needs them defined) but may call none (`calling_none`:
+tool_choice "none"), the arguments so far are the model's own last message (continued as any text
+is: providers.align), and the reply's content is the rest of them. A call that started over would
+write a fresh object, not the rest of this one.
 
 A fresh answer that calls no `guided_tool` (content only, or other functions) ends the run with
 `NoGuidedCall`, which carries that reply: the caller hands it back as the upstream gave it.
@@ -22,10 +23,7 @@ from typing import Any
 
 from providers.errors import ProviderError
 
-__all__ = ["TOOL_FIELDS", "NoGuidedCall", "ToolCall", "ToolReply", "without_tools"]
-
-# What a request says about tools (OpenAI's and Anthropic's names); a continuation goes without.
-TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls")
+__all__ = ["NoGuidedCall", "ToolCall", "ToolReply", "calling_none"]
 
 
 @dataclass
@@ -80,11 +78,14 @@ class NoGuidedCall(ProviderError):
         super().__init__(f"the reply did not call {reply.tool!r}", request_id=request_id)
 
 
-def without_tools(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """`kwargs` without the tool fields, in it or in its `extra_body` (the server sends a body's
-    other fields there)."""
-    out = {k: v for k, v in kwargs.items() if k not in TOOL_FIELDS}
+def calling_none(kwargs: dict[str, Any], none: object) -> dict[str, Any]:
+    """`kwargs` with the tool_choice `none` (the protocol's "call no tool") beside its tools, in
+    it or in its `extra_body` (where the server sends a body's other fields)."""
+    out = dict(kwargs)
+    out.pop("tool_choice", None)
     extra = out.get("extra_body")
-    if isinstance(extra, dict):
-        out["extra_body"] = {k: v for k, v in extra.items() if k not in TOOL_FIELDS}
+    if isinstance(extra, dict) and "tools" in extra:
+        out["extra_body"] = {**extra, "tool_choice": none}
+    else:
+        out["tool_choice"] = none
     return out

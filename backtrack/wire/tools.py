@@ -37,7 +37,7 @@ class GuidedTool:
 def guided_tool(fields: Mapping[str, Any], protocol: Protocol) -> GuidedTool | None:
     """The function whose arguments `fields` (a create() call's kwargs, or a body) guides."""
     tools = fields.get("tools")
-    if fields.get("stream") or not isinstance(tools, list):
+    if fields.get("stream") or not isinstance(tools, (list, tuple)):
         return None
     strict = dict(filter(None, (_strict(tool, protocol) for tool in tools)))
     choice = fields.get("tool_choice")

@@ -283,11 +283,11 @@ def test_the_summary_says_what_was_left_out_and_a_limit_makes_it_an_error(
 # -- streaming ------------------------------------------------------------------------------------
 
 
-def test_a_strict_tools_arguments_are_guided_and_continued_without_tools(
+def test_a_strict_tools_arguments_are_guided_and_continued_calling_no_tool(
     serve: Serve, openai_server: Any
 ):
     """Issue 25: a strict function's arguments are the guided text: cut short, they are continued
-    as plain text (the tools, which the server sends in the SDK's extra_body, left out), mended,
+    as plain text (tool_choice "none" beside the tools the server sends in extra_body), mended,
     and answered as the call's arguments, its id and name as the upstream gave them."""
     client = oai(serve())
     cut = tool_call("describe", '{"name": "Felix", ', id="call_5", finish_reason="length")
@@ -303,7 +303,7 @@ def test_a_strict_tools_arguments_are_guided_and_continued_without_tools(
     assert reply.model_extra["backtrack"]["api_calls"] == 2  # type: ignore[index]
     first, second = openai_server.bodies
     assert first["tools"] == tools and first["stream"] is True
-    assert "tools" not in second
+    assert second["tools"] == tools and second["tool_choice"] == "none"
     assert second["messages"][-2] == {"role": "assistant", "content": '{"name": "Felix", '}
 
 

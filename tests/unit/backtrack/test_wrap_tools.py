@@ -41,8 +41,9 @@ def test_a_forced_strict_function_has_its_arguments_guided_and_continued(
     openai_server: Any, openai_client: Any
 ):
     """Issue 25: tool-call deltas were dropped. The arguments are the guided text: cut at the
-    slip, corrected by the local model, then continued by the API as plain text (no tools, the
-    arguments so far its own last message); content stays apart, id and name as given."""
+    slip, corrected by the local model, then continued by the API as plain text (tool_choice
+    "none", the arguments so far its own last message); content stays apart, id and name as
+    given."""
     openai_server.script(tool_call("forecast", SLIP, id="call_7", text="Looking."), text("}"))
     target = ScriptedTarget("3")
     reply = wrap(openai_client()).chat.completions.create(
@@ -61,7 +62,7 @@ def test_a_forced_strict_function_has_its_arguments_guided_and_continued(
     assert target.calls == [(KEPT, "terminal")]
     first, second = openai_server.bodies
     assert first["tools"] == FORECAST and first["tool_choice"] == FORCED and first["stream"]
-    assert "tools" not in second and "tool_choice" not in second
+    assert second["tools"] == FORECAST and second["tool_choice"] == "none"
     assert second["messages"][-2] == {"role": "assistant", "content": KEPT + "3"}
 
 
@@ -108,7 +109,7 @@ def test_an_anthropic_tool_use_input_is_guided(anthropic_server: Any, anthropic_
     assert (use.id, use.name, use.input) == ("toolu_1", "forecast", {"city": "Oslo", "days": 3})
     first, second = anthropic_server.bodies
     assert first["tools"] == CLAUDE_TOOLS and first["stream"] is True
-    assert "tools" not in second and "tool_choice" not in second
+    assert second["tools"] == CLAUDE_TOOLS and second["tool_choice"] == {"type": "none"}
     assert second["messages"][-1] == {"role": "assistant", "content": KEPT + "3"}  # prefill
 
 
