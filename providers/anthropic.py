@@ -140,8 +140,7 @@ class AnthropicDrafter(SDKDrafter):
             text = getattr(delta, "text", None)
             is_text = getattr(delta, "type", None) == "text_delta" and isinstance(text, str)
             if reply is not None and is_text:
-                reply.content += str(text)
-                return None
+                return reply.text(str(text))
             return text if is_text else None
         if kind == "message_start":
             usage = getattr(getattr(event, "message", None), "usage", None)

@@ -109,8 +109,7 @@ class OpenAIChatDrafter(_OpenAIDrafter):
         reply = self.tool_reply if self.reading_tools else None
         if reply is None:
             return content
-        reply.content += content or ""
-        pieces: list[str] = []
+        pieces = [reply.text(content or "") or ""]
         for call in getattr(delta, "tool_calls", None) or []:
             function = getattr(call, "function", None)
             reply.start(call.index, call.id or "", getattr(function, "name", None) or "")

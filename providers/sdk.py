@@ -13,7 +13,8 @@ only what differs:
     _read_event(event, stream)  the text one stream event carries (usage, finish reason noted)
     _failed(exc, sdk_request)   the error for a request that did not start (translated as is)
 
-With `guided_tool` (a function's name) the draft's text is that function's arguments
+With `guided_tool` (a function's name) the draft's text is that function's arguments; with tools
+in the create kwargs and none guided, the content is, and the calls are kept apart
 (providers.tool_calls): `_create_kwargs` says how a request goes, `reading_tools` how its reply
 is read, and `tool_reply` holds what the last fresh answer carried besides.
 """
@@ -74,15 +75,16 @@ class SDKDrafter:
         return f"{type(self).__name__}(model={self.model!r})"
 
     def _create_kwargs(self, request: DraftRequest) -> dict[str, Any]:
-        """The create kwargs for `request`. With a guided tool, a fresh answer goes with the tools
-        and its reply is read as a new `tool_reply`; once text is committed, a draft may call no
-        tool (`tool_choice_none`) and its reply's text continues the arguments."""
-        self.reading_tools = self.guided_tool is not None and not request.prefix
-        if self.guided_tool is None:
-            return dict(self.create_kwargs)
-        if request.prefix:
+        """The create kwargs for `request`. With tools (or a guided tool), a fresh answer goes
+        with them and its reply is read as a new `tool_reply`; once text is committed, a draft
+        may call no tool (`tool_choice_none`): its reply's text continues the text."""
+        extra = self.create_kwargs.get("extra_body")
+        tools = "tools" in self.create_kwargs or (isinstance(extra, dict) and "tools" in extra)
+        self.reading_tools = (tools or self.guided_tool is not None) and not request.prefix
+        if self.reading_tools:
+            self.tool_reply = ToolReply(self.guided_tool)
+        if tools and request.prefix:
             return calling_none(self.create_kwargs, self.tool_choice_none)
-        self.tool_reply = ToolReply(self.guided_tool)
         return dict(self.create_kwargs)
 
     def _endpoint(self) -> Any:

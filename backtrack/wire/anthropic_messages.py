@@ -149,21 +149,23 @@ def usage(result: GuideResult) -> AnthropicUsage:
 
 def message(model: str, result: GuideResult, tools: ToolReply | None = None) -> GuidedMessage:
     """`result` as the SDK's Message (a subclass carrying `guide_result`); with `tools`, its
-    content is the reply's text and tool_use blocks, the guided block's input the run's text
-    parsed ({} where it is not valid: stop_reason max_tokens, the text in `guide_result`)."""
+    content is the reply's text and tool_use blocks: the guided block's input the run's text
+    parsed ({} where it is not valid: stop_reason max_tokens, the text in `guide_result`), or,
+    where no tool is guided, the text block the run's text."""
     from anthropic.types import Message as SdkMessage
     from anthropic.types import TextBlock, ToolUseBlock, Usage
 
     content: list[TextBlock | ToolUseBlock] = [TextBlock(type="text", text=result.text)]
     stop: Literal["end_turn", "max_tokens", "tool_use"] = stop_reason(result)
     if tools is not None:
-        content = [TextBlock(type="text", text=tools.content)] if tools.content else []
+        text = result.text if tools.tool is None else tools.content
+        content = [TextBlock(type="text", text=text)] if text else []
         calls = reply_calls(tools, result.text)
         content += [
             ToolUseBlock(type="tool_use", id=c.id, name=c.name, input=_input(c.arguments))
             for c in calls
         ]
-        valid = result.valid or tools.guided is None
+        valid = result.valid or tools.unguided
         stop = ("tool_use" if calls else "end_turn") if valid else "max_tokens"
 
     reply: GuidedMessage = with_guide_result(SdkMessage)(

@@ -195,9 +195,10 @@ def chat_completion(
 def _tool_message(
     result: GuideResult, tools: ToolReply
 ) -> tuple[ChatCompletionMessage, Literal["stop", "length", "tool_calls"]]:
-    """The message of a reply guided by its tools, and its finish reason: "tool_calls" (or
-    "length", where the guided arguments are not valid); a reply that called no guided
-    function is the upstream's content and calls as they came."""
+    """The message of a reply to a request with tools, and its finish reason: "tool_calls" (or
+    "length", where the guided text is not valid); the guided text is the guided call's
+    arguments, or the content where no function is guided; a reply passed on unguided is the
+    upstream's content and calls as they came."""
     from openai.types.chat import (
         ChatCompletionMessage,
         ChatCompletionMessageFunctionToolCall,
@@ -211,8 +212,9 @@ def _tool_message(
         )
         for call in reply_calls(tools, result.text)
     ]
+    content = result.text if tools.tool is None else tools.content
     message = ChatCompletionMessage(
-        role="assistant", content=tools.content or None, tool_calls=calls or None
+        role="assistant", content=content or None, tool_calls=calls or None
     )
-    valid = result.valid or tools.guided is None
+    valid = result.valid or tools.unguided
     return message, ("tool_calls" if calls else "stop") if valid else "length"

@@ -10,8 +10,8 @@ every tool with an input_schema is strict); its schema is the run's grammar, and
 of it carries the guided text as its arguments (providers.tool_calls reads the stream). No function
 is guided when tool_choice is "none", names a tool that is not strict, or when several strict
 tools are given and none is named; nor in a streamed request, or one that gives its own grammar
-(grammar=, a response_format): those go as they came, tools and all, and so do the calls of
-non-strict tools.
+(grammar=, a response_format). Their tools go upstream as they came; in a guided request, the
+grammar guides the content and the calls come back as the model made them (providers.tool_calls).
 """
 
 from __future__ import annotations

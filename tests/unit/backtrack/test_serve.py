@@ -324,6 +324,25 @@ def test_an_anthropic_tool_use_is_guided_through_the_server(serve: Serve, openai
     ]
 
 
+def test_with_a_response_format_a_reply_of_tool_calls_comes_back_as_given(
+    serve: Serve, openai_server: Any
+):
+    client = oai(serve())
+    openai_server.script(tool_call("lookup", '{"q": "Felix"}', id="call_8"))
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {}}}]
+    reply = client.chat.completions.create(
+        model="m",
+        messages=MESSAGES,
+        tools=tools,
+        response_format=JSON_SCHEMA,  # type: ignore[arg-type]
+    )
+    message = reply.choices[0].message
+    got = [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or []]  # type: ignore[union-attr]
+    assert got == [("call_8", "lookup", '{"q": "Felix"}')] and message.content is None
+    assert reply.choices[0].finish_reason == "tool_calls"
+    assert len(openai_server.bodies) == 1
+
+
 LONG = '{"name": "Felix the cat, who lives in the house by the river", "age": 3,}'
 
 

@@ -171,3 +171,54 @@ SCHEMA_TEXT = json.dumps(SCHEMA)
 def test_which_function_is_guided(protocol: Any, fields: dict[str, Any], guided: str | None):
     expected = None if guided is None else GuidedTool(guided, SCHEMA_TEXT)
     assert guided_tool(fields, protocol) == expected
+
+
+FORMAT = {"type": "json_schema", "json_schema": {"name": "forecast", "schema": SCHEMA}}
+
+
+def test_with_a_response_format_the_content_is_guided_and_a_continuation_calls_no_tool(
+    openai_server: Any, openai_client: Any
+):
+    """A response_format guides the content where tools are given too: they go with the fresh
+    answer as given, and a continuation of the content asks for tool_choice "none"."""
+    openai_server.script(text(SLIP), text("}"))
+    reply = wrap(openai_client()).chat.completions.create(
+        model="m",
+        messages=MESSAGES,
+        tools=FORECAST,
+        response_format=FORMAT,
+        target=ScriptedTarget("3"),
+    )
+    assert reply.choices[0].message.content == ARGUMENTS
+    assert reply.choices[0].message.tool_calls is None
+    assert reply.choices[0].finish_reason == "stop"
+    first, second = openai_server.bodies
+    assert first["tools"] == FORECAST and "tool_choice" not in first
+    assert second["tools"] == FORECAST and second["tool_choice"] == "none"
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_with_a_grammar_a_reply_that_only_calls_a_tool_comes_back_as_given(
+    kind: str, openai_server: Any, openai_client: Any, anthropic_server: Any, anthropic_client: Any
+):
+    """Tool-call deltas were dropped, so a call read as an empty reply, retried until the run
+    failed; now the calls are kept apart from the guided content, and a reply of calls only
+    comes back as the API gave them."""
+    server = openai_server if kind == "openai" else anthropic_server
+    server.script(tool_call("forecast", '{"city": "Oslo", "days": 3}', id="call_3"))
+    if kind == "openai":
+        reply = wrap(openai_client()).chat.completions.create(
+            model="m", messages=MESSAGES, tools=FORECAST, grammar="json"
+        )
+        message = reply.choices[0].message
+        assert message.content is None and reply.choices[0].finish_reason == "tool_calls"
+        got = [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or []]  # type: ignore[union-attr]
+        assert got == [("call_3", "forecast", ARGUMENTS)]
+    else:
+        claude = wrap(anthropic_client()).messages.create(
+            model="m", max_tokens=64, messages=MESSAGES, tools=CLAUDE_TOOLS, grammar="json"
+        )
+        assert claude.stop_reason == "tool_use"
+        (use,) = claude.content
+        assert isinstance(use, ToolUseBlock) and use.input == json.loads(ARGUMENTS)
+    assert len(server.bodies) == 1
