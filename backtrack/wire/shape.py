@@ -121,8 +121,8 @@ class Shape:
         extra: dict[str, Any],
         tools: ToolReply | None = None,
     ) -> dict[str, Any]:
-        """The whole reply, with `extra` as its `backtrack` object (and `tools`, what a reply
-        guided by its tools carried besides the guided text)."""
+        """The whole reply, with `extra` as its `backtrack` object (and `tools`, what the reply
+        to a request with tools carried besides the guided text)."""
         raise NotImplementedError
 
     def stream(self, guided: GuidedRequest) -> EventStream:
