@@ -29,10 +29,11 @@ from backtrack.wire import anthropic_messages, openai_chat, openai_responses
 from backtrack.wire.anthropic_messages import AnthropicMessages
 from backtrack.wire.openai_chat import OpenAIChat
 from backtrack.wire.openai_responses import OpenAIResponses
-from backtrack.wire.shape import SdkDrafter, Shape, guided_by_format
+from backtrack.wire.shape import SdkDrafter, Shape, asks_for_grammar
 from grammars import GrammarLike
 from providers.base import Message
 from providers.clients import client_kind
+from providers.tool_calls import NoGuidedCall, ToolReply
 
 if TYPE_CHECKING:
     from anthropic import Anthropic, AsyncAnthropic
@@ -49,8 +50,9 @@ if TYPE_CHECKING:
 # How a guided create() call is read: (client, kwargs) -> (drafter, prompt); `kwargs` is what is
 # left once the grammar and the options are out.
 ReadKwargs = Callable[[Any, dict[str, Any]], tuple[SdkDrafter, list[Message]]]
-# How the result is answered: (model, result) -> the SDK's response.
-Respond = Callable[[str, GuideResult], Any]
+# How the result is answered: (model, result, what a tool call carried besides) -> the SDK's
+# response.
+Respond = Callable[[str, GuideResult, ToolReply | None], Any]
 
 
 class _Proxy:
@@ -159,13 +161,27 @@ class _Defaults:
 
 @dataclass(frozen=True)
 class _Call:
-    """One guided create() call, taken apart: the drafter, the grammar, and guide()'s arguments."""
+    """One guided create() call, taken apart: the drafter, the grammar, guide()'s arguments, and
+    how its result is answered."""
 
     drafter: SdkDrafter
     grammar: GrammarLike
     prompt: list[Message]
     target: LocalTarget | None
     options: GuideOptions
+    respond: Respond
+
+    def arguments(self) -> dict[str, Any]:
+        """guide()'s keywords besides the drafter and the grammar."""
+        return {"prompt": self.prompt, "target": self.target, "options": self.options}
+
+    def answer(self, result: GuideResult | NoGuidedCall) -> Any:
+        """The SDK's response; a reply that called no guided function as the upstream gave it."""
+        if isinstance(result, NoGuidedCall):
+            if not isinstance(result.partial, GuideResult):
+                raise result
+            result = result.partial
+        return self.respond(self.drafter.model, result, self.drafter.tool_reply)
 
 
 def _split(kwargs: dict[str, Any], defaults: _Defaults) -> tuple[GrammarLike, GuideOptions]:
@@ -208,43 +224,41 @@ def _guided(
     respond: Respond,
 ) -> _Proxy:
     """The SDK `resource` (`chat.completions`, `responses`, `messages`) whose `create` (or async
-    `create`) runs guide() where the call asks for a grammar (`grammar=`, or the shape's
-    structured-output field: `guided_by_format`), else the SDK's own. `read` takes the call apart
-    (the shape's `read_kwargs`); `respond(model, result)` gives the SDK response."""
+    `create`) runs guide() where the call asks for a grammar (`grammar=`, the shape's
+    structured-output field, strict tools: `asks_for_grammar`), else the SDK's own. `read` takes
+    the call apart (the shape's `read_kwargs`); `respond(model, result, tool reply)` gives the
+    SDK response."""
     original = resource.create
 
     def setup(kwargs: dict[str, Any]) -> _Call:
         grammar, options = _split(kwargs, defaults)
         target = kwargs.pop("target", defaults.target)
+        tool = kwargs.pop("guided_tool", None)  # set by `asks_for_grammar`, from the tools
         _refuse_mistyped_options(kwargs, original)
-        drafter, prompt = read(client, kwargs)
-        return _Call(drafter, grammar, prompt, target, options)
+        drafter, prompt = read(client, {**kwargs, "guided_tool": tool} if tool else kwargs)
+        return _Call(drafter, grammar, prompt, target, options, respond)
 
     kind = client_kind(client)
     if kind is not None and kind.is_async:
 
         async def acreate(*args: Any, **kwargs: Any) -> Any:
-            if not guided_by_format(kwargs, shape):
+            if not asks_for_grammar(kwargs, shape):
                 return await original(*args, **kwargs)
             call = setup(kwargs)
-            result = await aguide(
-                call.drafter,
-                call.grammar,
-                prompt=call.prompt,
-                target=call.target,
-                options=call.options,
-            )
-            return respond(call.drafter.model, result)
+            try:
+                return call.answer(await aguide(call.drafter, call.grammar, **call.arguments()))
+            except NoGuidedCall as exc:
+                return call.answer(exc)
 
         return _Proxy(resource, create=acreate)
 
     def create(*args: Any, **kwargs: Any) -> Any:
-        if not guided_by_format(kwargs, shape):
+        if not asks_for_grammar(kwargs, shape):
             return original(*args, **kwargs)
         call = setup(kwargs)
-        result = guide(
-            call.drafter, call.grammar, prompt=call.prompt, target=call.target, options=call.options
-        )
-        return respond(call.drafter.model, result)
+        try:
+            return call.answer(guide(call.drafter, call.grammar, **call.arguments()))
+        except NoGuidedCall as exc:
+            return call.answer(exc)
 
     return _Proxy(resource, create=create)

@@ -7,6 +7,7 @@ message_stop. Its `system` goes first in the prompt, as a system message.
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
@@ -26,8 +27,10 @@ from backtrack.wire.shape import (
     with_partial,
 )
 from backtrack.wire.sse import sse
+from backtrack.wire.tools import GuidedTool, guided_tool, reply_calls
 from providers import AnthropicDrafter
 from providers.base import Message, Prompt
+from providers.tool_calls import ToolReply
 
 if TYPE_CHECKING:
     from backtrack.wire.guided_clients import GuidedMessage
@@ -48,10 +51,17 @@ class AnthropicMessages(Shape):
             return [{"role": "system", "content": system}, *messages]
         return messages
 
+    def guided_tool(self, body: dict[str, Any]) -> GuidedTool | None:
+        return guided_tool(body, "anthropic")
+
     def reply(
-        self, guided: GuidedRequest, result: GuideResult, extra: dict[str, Any]
+        self,
+        guided: GuidedRequest,
+        result: GuideResult,
+        extra: dict[str, Any],
+        tools: ToolReply | None = None,
     ) -> dict[str, Any]:
-        reply: dict[str, Any] = message(guided.model, result).model_dump(
+        reply: dict[str, Any] = message(guided.model, result, tools).model_dump(
             mode="json", exclude_unset=True, exclude={"guide_result"}
         )
         return {**reply, "backtrack": extra}
@@ -158,20 +168,45 @@ def usage(result: GuideResult) -> AnthropicUsage:
     return {"input_tokens": result.usage.input_tokens, "output_tokens": result.usage.output_tokens}
 
 
-def message(model: str, result: GuideResult) -> GuidedMessage:
-    """`result` as the SDK's Message (a subclass carrying `guide_result`)."""
+def message(model: str, result: GuideResult, tools: ToolReply | None = None) -> GuidedMessage:
+    """`result` as the SDK's Message (a subclass carrying `guide_result`); with `tools`, its
+    content is the reply's text and tool_use blocks: the guided block's input the run's text
+    parsed ({} where it is not valid: stop_reason max_tokens, the text in `guide_result`), or,
+    where no tool is guided, the text block the run's text."""
     from anthropic.types import Message as SdkMessage
-    from anthropic.types import TextBlock, Usage
+    from anthropic.types import TextBlock, ToolUseBlock, Usage
+
+    content: list[TextBlock | ToolUseBlock] = [TextBlock(type="text", text=result.text)]
+    stop: Literal["end_turn", "max_tokens", "tool_use"] = stop_reason(result)
+    if tools is not None:
+        text = result.text if tools.tool is None else tools.content
+        content = [TextBlock(type="text", text=text)] if text else []
+        calls = reply_calls(tools, result.text)
+        content += [
+            ToolUseBlock(type="tool_use", id=c.id, name=c.name, input=_input(c.arguments))
+            for c in calls
+        ]
+        valid = result.valid or tools.unguided
+        stop = ("tool_use" if calls else "end_turn") if valid else "max_tokens"
 
     reply: GuidedMessage = with_guide_result(SdkMessage)(
         id=f"msg_backtrack_{uuid.uuid4().hex}",
         type="message",
         role="assistant",
         model=model,
-        content=[TextBlock(type="text", text=result.text)],
-        stop_reason=stop_reason(result),
+        content=content,
+        stop_reason=stop,
         stop_sequence=None,
         usage=Usage(**usage(result)),
         guide_result=result,
     )
     return reply
+
+
+def _input(arguments: str) -> dict[str, object]:
+    """A tool_use block's input: the arguments' object ({} where they are none)."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -24,10 +24,14 @@ from backtrack.wire.shape import (
     with_guide_result,
 )
 from backtrack.wire.sse import sse
+from backtrack.wire.tools import GuidedTool, guided_tool, reply_calls
 from providers import OpenAIChatDrafter
 from providers.base import Message
+from providers.tool_calls import ToolReply
 
 if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessage
+
     from backtrack.wire.guided_clients import GuidedChatCompletion
 
 
@@ -42,10 +46,17 @@ class OpenAIChat(Shape):
     def drafter_options(self, max_tokens_param: str, extra: dict[str, Any]) -> dict[str, Any]:
         return {"max_tokens_param": max_tokens_param, "extra_body": extra}
 
+    def guided_tool(self, body: dict[str, Any]) -> GuidedTool | None:
+        return guided_tool(body, "openai")
+
     def reply(
-        self, guided: GuidedRequest, result: GuideResult, extra: dict[str, Any]
+        self,
+        guided: GuidedRequest,
+        result: GuideResult,
+        extra: dict[str, Any],
+        tools: ToolReply | None = None,
     ) -> dict[str, Any]:
-        reply: dict[str, Any] = chat_completion(guided.model, result).model_dump(
+        reply: dict[str, Any] = chat_completion(guided.model, result, tools).model_dump(
             mode="json", exclude_unset=True, exclude={"guide_result"}
         )
         return {**reply, "backtrack": extra}
@@ -117,11 +128,20 @@ def usage(result: GuideResult) -> OpenAIUsage:
     }
 
 
-def chat_completion(model: str, result: GuideResult) -> GuidedChatCompletion:
-    """`result` as the SDK's ChatCompletion (a subclass carrying `guide_result`)."""
+def chat_completion(
+    model: str, result: GuideResult, tools: ToolReply | None = None
+) -> GuidedChatCompletion:
+    """`result` as the SDK's ChatCompletion (a subclass carrying `guide_result`); with `tools`,
+    its message carries the reply's content and tool calls, the guided call's arguments the
+    run's text."""
     from openai.types.chat import ChatCompletion, ChatCompletionMessage
     from openai.types.chat.chat_completion import Choice
     from openai.types.completion_usage import CompletionUsage
+
+    message = ChatCompletionMessage(role="assistant", content=result.text)
+    finish: Literal["stop", "length", "tool_calls"] = finish_reason(result)
+    if tools is not None:
+        message, finish = _tool_message(result, tools)
 
     reply: GuidedChatCompletion = with_guide_result(ChatCompletion)(
         id=f"backtrack-{uuid.uuid4().hex}",
@@ -131,11 +151,39 @@ def chat_completion(model: str, result: GuideResult) -> GuidedChatCompletion:
         choices=[
             Choice(
                 index=0,
-                finish_reason=finish_reason(result),
-                message=ChatCompletionMessage(role="assistant", content=result.text),
+                finish_reason=finish,
+                message=message,
             )
         ],
         usage=CompletionUsage(**usage(result)),
         guide_result=result,
     )
     return reply
+
+
+def _tool_message(
+    result: GuideResult, tools: ToolReply
+) -> tuple[ChatCompletionMessage, Literal["stop", "length", "tool_calls"]]:
+    """The message of a reply to a request with tools, and its finish reason: "tool_calls" (or
+    "length", where the guided text is not valid); the guided text is the guided call's
+    arguments, or the content where no function is guided; a reply passed on unguided is the
+    upstream's content and calls as they came."""
+    from openai.types.chat import (
+        ChatCompletionMessage,
+        ChatCompletionMessageFunctionToolCall,
+        ChatCompletionMessageToolCallUnion,
+    )
+    from openai.types.chat.chat_completion_message_function_tool_call import Function
+
+    calls: list[ChatCompletionMessageToolCallUnion] = [
+        ChatCompletionMessageFunctionToolCall(
+            id=call.id, type="function", function=Function(name=call.name, arguments=call.arguments)
+        )
+        for call in reply_calls(tools, result.text)
+    ]
+    content = result.text if tools.tool is None else tools.content
+    message = ChatCompletionMessage(
+        role="assistant", content=content or None, tool_calls=calls or None
+    )
+    valid = result.valid or tools.unguided
+    return message, ("tool_calls" if calls else "stop") if valid else "length"

@@ -12,6 +12,7 @@ from backtrack.wire.shape import EventStream, GuidedRequest, MalformedBody, Shap
 from backtrack.wire.sse import sse
 from providers import OpenAICompletionsDrafter
 from providers.base import Prompt
+from providers.tool_calls import ToolReply
 
 
 class OpenAICompletions(Shape):
@@ -29,7 +30,11 @@ class OpenAICompletions(Shape):
         return prompt
 
     def reply(
-        self, guided: GuidedRequest, result: GuideResult, extra: dict[str, Any]
+        self,
+        guided: GuidedRequest,
+        result: GuideResult,
+        extra: dict[str, Any],
+        tools: ToolReply | None = None,  # a completion takes no tools
     ) -> dict[str, Any]:
         choice = {"index": 0, "text": result.text, "finish_reason": finish_reason(result)}
         return {

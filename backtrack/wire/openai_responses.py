@@ -33,6 +33,7 @@ from backtrack.wire.shape import (
 from backtrack.wire.sse import sse
 from providers import OpenAIResponsesDrafter
 from providers.base import Message, Prompt, check_prompt
+from providers.tool_calls import ToolReply
 
 if TYPE_CHECKING:
     from backtrack.wire.guided_clients import GuidedResponse
@@ -59,7 +60,11 @@ class OpenAIResponses(Shape):
         return take_nested_format(fields, "text", ("json_schema", "json_object", "text"))
 
     def reply(
-        self, guided: GuidedRequest, result: GuideResult, extra: dict[str, Any]
+        self,
+        guided: GuidedRequest,
+        result: GuideResult,
+        extra: dict[str, Any],
+        tools: ToolReply | None = None,  # the Responses shape reads no tools (wire.tools)
     ) -> dict[str, Any]:
         body = response_body(guided.model, result, uuid.uuid4().hex, time.time())
         return {**body, "backtrack": extra}
@@ -186,9 +191,9 @@ def _output_text(text: str) -> dict[str, Any]:
     return {"type": "output_text", "text": text, "annotations": []}
 
 
-def response(model: str, result: GuideResult) -> GuidedResponse:
+def response(model: str, result: GuideResult, tools: ToolReply | None = None) -> GuidedResponse:
     """`result` as the SDK's Response (a subclass carrying `guide_result`): its `output_text` is
-    the guided text."""
+    the guided text (`tools` is always None: the Responses shape reads no tools)."""
     from openai.types.responses import Response
 
     body = response_body(model, result, uuid.uuid4().hex, time.time())

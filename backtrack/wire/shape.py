@@ -10,7 +10,8 @@ and errors written. Each shape is a subclass in its own module:
 A JSON body (`backtrack serve`) is read by `Shape.read_body`; a create() call's kwargs (`wrap`) by
 `read_kwargs` in openai_chat, openai_responses and anthropic_messages, which also write the SDK's
 reply objects. A shape's own structured-output field (Responses' `text.format`, Anthropic's
-`output_format`) is read by `Shape.take_format` for both (`guided_by_format` for wrap).
+`output_format`) is read by `Shape.take_format` for both (`asks_for_grammar` for wrap), and so
+are strict tools (`Shape.guided_tool`).
 Every guided reply a server writes carries a `backtrack` object (`summary`); a stream carries it
 on its last event.
 """
@@ -23,7 +24,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from backtrack.trace.result import GuideResult
 from backtrack.wire.sse import sse
@@ -35,6 +36,10 @@ from providers import (
     OpenAIResponsesDrafter,
 )
 from providers.base import Message, Prompt, check_prompt
+from providers.tool_calls import ToolReply
+
+if TYPE_CHECKING:
+    from backtrack.wire.tools import GuidedTool
 
 UpstreamKind = Literal["openai", "anthropic"]
 SdkDrafter = (
@@ -116,6 +121,10 @@ class Shape:
     def prompt_from_body(self, body: dict[str, Any]) -> Prompt:
         return body_messages(body)
 
+    def guided_tool(self, body: dict[str, Any]) -> GuidedTool | None:
+        """The function whose arguments `body` guides by its tools (backtrack.wire.tools)."""
+        return None
+
     def drafter_options(self, max_tokens_param: str, extra: dict[str, Any]) -> dict[str, Any]:
         """The drafter's keywords for a body: its other fields go upstream as they came."""
         return {"extra_body": extra}
@@ -130,9 +139,14 @@ class Shape:
     # -- writing replies
 
     def reply(
-        self, guided: GuidedRequest, result: GuideResult, extra: dict[str, Any]
+        self,
+        guided: GuidedRequest,
+        result: GuideResult,
+        extra: dict[str, Any],
+        tools: ToolReply | None = None,
     ) -> dict[str, Any]:
-        """The whole reply, with `extra` as its `backtrack` object."""
+        """The whole reply, with `extra` as its `backtrack` object (and `tools`, what the reply
+        to a request with tools carried besides the guided text)."""
         raise NotImplementedError
 
     def stream(self, guided: GuidedRequest) -> EventStream:
@@ -252,16 +266,21 @@ def take_nested_format(
     return schema, f"{outer}.format"
 
 
-def guided_by_format(kwargs: dict[str, Any], shape: Shape) -> bool:
+def asks_for_grammar(kwargs: dict[str, Any], shape: Shape) -> bool:
     """Whether a create() call is guided: it gives `grammar=`, or the shape's structured-output
     field asks for a JSON schema (`Shape.take_format`), which becomes its grammar and is taken
-    out of what goes upstream (the run enforces it). Both at once is a TypeError. A field the
+    out of what goes upstream (the run enforces it), or, with neither, strict tools guide a
+    call's arguments (`Shape.guided_tool`): the function's schema is the grammar and
+    `guided_tool=` names it in `kwargs`. Grammar and format at once is a TypeError. A field the
     shape cannot read goes to the SDK as it is."""
     try:
         found = shape.take_format(kwargs)
     except MalformedBody:
         found = None
     if found is None:
+        tool = None if "grammar" in kwargs else shape.guided_tool(kwargs)
+        if tool is not None:
+            kwargs.update(grammar=json.loads(tool.schema), guided_tool=tool.name)
         return "grammar" in kwargs
     schema, field_name = found
     if "grammar" in kwargs:
