@@ -5,10 +5,14 @@
     reply.choices[0].message.content        # the guided text: always parses
     reply.guide_result                      # the GuideResult: trace, counts, to_html()
 
-Works for OpenAI, AsyncOpenAI (chat.completions.create) and Anthropic, AsyncAnthropic
-(messages.create). Without `grammar=` a call goes to the SDK untouched, and so does everything else
-on the client. The response is the SDK's usual type (a subclass carrying `guide_result`). A type
-checker sees the SDK's client back, its create() taking `grammar=` too
+Works for OpenAI, AsyncOpenAI (chat.completions.create and .parse) and Anthropic, AsyncAnthropic
+(messages.create). OpenAI's `response_format` (a json_schema, json_object, or parse()'s pydantic
+model) is a grammar too. Without one a call goes to the SDK untouched, and so does everything else
+on the client. The response is the SDK's usual type (a subclass carrying `guide_result`); parse()
+answers a ParsedChatCompletion whose message's `parsed` is the model's instance. With
+stream=True the answer is a GuidedStream (AsyncGuidedStream) of the SDK's stream items, the text
+as it becomes final, its `guide_result` set once the last item is out (backtrack.wire.
+guided_stream). A type checker sees the SDK's client back, its create() taking `grammar=` too
 (backtrack.wire.guided_clients).
 """
 
@@ -20,11 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
-from backtrack.run.guide import aguide, guide
+from backtrack.run.guide import AsyncGuideRun, aguide, guide, guide_pieces
 from backtrack.run.options import GuideOptions, option_names, resolve, unknown_option
 from backtrack.trace.result import GuideResult
 from backtrack.wire import anthropic_messages, openai_chat
-from backtrack.wire.shape import SdkDrafter
+from backtrack.wire.guided_stream import AsyncGuidedStream, GuidedStream
+from backtrack.wire.shape import EventStream, SdkDrafter
 from grammars import GrammarLike
 from providers.base import Message
 from providers.clients import client_kind
@@ -44,8 +49,39 @@ if TYPE_CHECKING:
 # How a guided create() call is read: (client, kwargs) -> (drafter, prompt); `kwargs` is what is
 # left once the grammar and the options are out.
 ReadKwargs = Callable[[Any, dict[str, Any]], tuple[SdkDrafter, list[Message]]]
-# How the result is answered: (model, result) -> the SDK's response.
-Respond = Callable[[str, GuideResult], Any]
+
+
+@dataclass(frozen=True)
+class _Replies:
+    """How one SDK call is guided (backtrack.wire): `guided(kwargs)` says whether the call asks
+    for a grammar (and may put one in); `read` takes the call apart; `respond(model, result)` is
+    the SDK's reply; `events(model, stream_options)` its stream's events, for stream=True (None:
+    the call does not stream)."""
+
+    guided: Callable[[dict[str, Any]], bool]
+    read: ReadKwargs
+    respond: Callable[[str, GuideResult], Any]
+    events: Callable[[str, dict[str, Any]], EventStream] | None
+
+
+_OPENAI_CREATE = _Replies(
+    openai_chat.asks_for_grammar,
+    openai_chat.read_kwargs,
+    openai_chat.chat_completion,
+    openai_chat.chat_stream,
+)
+_OPENAI_PARSE = _Replies(
+    openai_chat.asks_for_grammar,
+    openai_chat.read_kwargs,
+    openai_chat.parsed_chat_completion,
+    None,
+)
+_ANTHROPIC_CREATE = _Replies(
+    lambda kwargs: "grammar" in kwargs,
+    anthropic_messages.read_kwargs,
+    anthropic_messages.message,
+    lambda model, stream_options: anthropic_messages.MessageStream(model),
+)
 
 
 class _Proxy:
@@ -114,25 +150,12 @@ def wrap(
     kind = client_kind(client)
     if kind is not None and kind.sdk == "openai":
         completions = client.chat.completions
-        create = _guided_create(
-            client,
-            completions.create,
-            defaults,
-            openai_chat.read_kwargs,
-            openai_chat.chat_completion,
-            openai_chat.asks_for_grammar,
-        )
-        chat = _Proxy(client.chat, completions=_Proxy(completions, create=create))
+        create = _guided_create(client, completions.create, defaults, _OPENAI_CREATE)
+        parse = _guided_create(client, completions.parse, defaults, _OPENAI_PARSE)
+        chat = _Proxy(client.chat, completions=_Proxy(completions, create=create, parse=parse))
         return _Proxy(client, chat=chat)
     if kind is not None and kind.sdk == "anthropic":
-        create = _guided_create(
-            client,
-            client.messages.create,
-            defaults,
-            anthropic_messages.read_kwargs,
-            anthropic_messages.message,
-            lambda kwargs: "grammar" in kwargs,
-        )
+        create = _guided_create(client, client.messages.create, defaults, _ANTHROPIC_CREATE)
         return _Proxy(client, messages=_Proxy(client.messages, create=create))
     raise TypeError(f"wrap() takes an OpenAI or Anthropic client, not {type(client).__name__}")
 
@@ -147,26 +170,33 @@ class _Defaults:
 
 @dataclass(frozen=True)
 class _Call:
-    """One guided create() call, taken apart: the drafter, the grammar, and guide()'s arguments."""
+    """One guided create() call, taken apart: the drafter, the grammar, guide()'s arguments, and
+    for stream=True the reply's events (None: not streamed)."""
 
     drafter: SdkDrafter
     grammar: GrammarLike
     prompt: list[Message]
     target: LocalTarget | None
     options: GuideOptions
+    events: EventStream | None
+
+    def run_kwargs(self) -> dict[str, Any]:
+        return {"prompt": self.prompt, "target": self.target, "options": self.options}
 
 
-def _split(kwargs: dict[str, Any], defaults: _Defaults) -> tuple[GrammarLike, GuideOptions]:
-    """(grammar, options) taken out of a create() call's kwargs; what is left goes to the API."""
-    if kwargs.get("stream"):
-        raise ValueError("grammar= does not combine with stream=True: the result is checked whole")
-    kwargs.pop("stream", None)
+def _split(
+    kwargs: dict[str, Any], defaults: _Defaults
+) -> tuple[GrammarLike, GuideOptions, dict[str, Any] | None]:
+    """(grammar, options, the stream_options of stream=True or None) taken out of a create()
+    call's kwargs; what is left goes to the API (the drafter streams it in its own way)."""
+    stream = kwargs.pop("stream", None)
+    stream_options = dict(kwargs.pop("stream_options", None) or {})
     changes = {name: kwargs.pop(name) for name in option_names() if name in kwargs}
     for name in ("max_tokens", "max_completion_tokens"):
         if name in kwargs:
             changes["max_draft_tokens"] = kwargs.pop(name)
     options = resolve("create", kwargs.pop("guide_options", None) or defaults.options, changes)
-    return kwargs.pop("grammar"), options
+    return kwargs.pop("grammar"), options, stream_options if stream else None
 
 
 def _refuse_mistyped_options(kwargs: dict[str, Any], original: Callable[..., Any]) -> None:
@@ -188,49 +218,50 @@ _CREATE_KEYWORDS = ("grammar", "target", "guide_options")
 
 
 def _guided_create(
-    client: Any,
-    original: Callable[..., Any],
-    defaults: _Defaults,
-    read: ReadKwargs,
-    respond: Respond,
-    guided: Callable[[dict[str, Any]], bool],
+    client: Any, original: Callable[..., Any], defaults: _Defaults, replies: _Replies
 ) -> Callable[..., Any]:
-    """`create` (or async `acreate`) that runs guide() where `guided(kwargs)` says the call asks
-    for a grammar (`grammar=`, or OpenAI's `response_format`), else `original`. `read` takes the
-    call apart (backtrack.wire); `respond(model, result)` gives the SDK response."""
+    """`create` (or async `acreate`) that runs guide() where `replies.guided(kwargs)` says the
+    call asks for a grammar (`grammar=`, or OpenAI's `response_format`), else `original`. With
+    stream=True it answers a GuidedStream (AsyncGuidedStream) of the SDK's stream items."""
 
     def setup(kwargs: dict[str, Any]) -> _Call:
-        grammar, options = _split(kwargs, defaults)
+        grammar, options, stream = _split(kwargs, defaults)
+        streams = replies.events
+        if stream is not None and streams is None:
+            raise TypeError("this call does not stream: create(..., stream=True) does")
         target = kwargs.pop("target", defaults.target)
         _refuse_mistyped_options(kwargs, original)
-        drafter, prompt = read(client, kwargs)
-        return _Call(drafter, grammar, prompt, target, options)
+        drafter, prompt = replies.read(client, kwargs)
+        events = None if stream is None or streams is None else streams(drafter.model, stream)
+        return _Call(drafter, grammar, prompt, target, options, events)
 
     kind = client_kind(client)
     if kind is not None and kind.is_async:
 
         async def acreate(*args: Any, **kwargs: Any) -> Any:
-            if not guided(kwargs):
+            if not replies.guided(kwargs):
                 return await original(*args, **kwargs)
             call = setup(kwargs)
-            result = await aguide(
-                call.drafter,
-                call.grammar,
-                prompt=call.prompt,
-                target=call.target,
-                options=call.options,
-            )
-            return respond(call.drafter.model, result)
+            if call.events is not None:
+                return AsyncGuidedStream(
+                    lambda on_text: AsyncGuideRun(
+                        call.drafter, call.grammar, on_text=on_text, **call.run_kwargs()
+                    ),
+                    call.events,
+                )
+            result = await aguide(call.drafter, call.grammar, **call.run_kwargs())
+            return replies.respond(call.drafter.model, result)
 
         return acreate
 
     def create(*args: Any, **kwargs: Any) -> Any:
-        if not guided(kwargs):
+        if not replies.guided(kwargs):
             return original(*args, **kwargs)
         call = setup(kwargs)
-        result = guide(
-            call.drafter, call.grammar, prompt=call.prompt, target=call.target, options=call.options
-        )
-        return respond(call.drafter.model, result)
+        if call.events is not None:
+            pieces = guide_pieces(call.drafter, call.grammar, **call.run_kwargs())
+            return GuidedStream(pieces, call.events)
+        result = guide(call.drafter, call.grammar, **call.run_kwargs())
+        return replies.respond(call.drafter.model, result)
 
     return create

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from backtrack.trace.result import GuideResult
 from backtrack.wire.shape import (
+    Event,
     EventStream,
     GuidedRequest,
     MalformedBody,
@@ -22,14 +23,19 @@ from backtrack.wire.shape import (
     kwargs_messages,
     one_choice,
     required_kwarg,
+    with_extra,
     with_guide_result,
 )
 from backtrack.wire.sse import sse
+from grammars import GrammarLike
+from grammars.json_schema.checks import is_pydantic_model
 from providers import OpenAIChatDrafter
 from providers.base import Message
 
 if TYPE_CHECKING:
-    from backtrack.wire.guided_clients import GuidedChatCompletion
+    from openai.types.chat import ChatCompletionChunk
+
+    from backtrack.wire.guided_clients import GuidedChatCompletion, GuidedParsedChatCompletion
 
 
 class OpenAIChat(Shape):
@@ -52,28 +58,56 @@ class OpenAIChat(Shape):
         return {**reply, "backtrack": extra}
 
     def stream(self, guided: GuidedRequest) -> EventStream:
-        return _ChatStream(guided)
+        return ChatStream(guided.model)
 
 
-class _ChatStream(EventStream):
-    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+class ChatStream(EventStream):
+    """A reply as `chat.completion.chunk` events: the role, a content delta per piece, the
+    finish reason, then (`usage_chunk`) a chunk with no choices and the run's usage, as OpenAI
+    sends it for `stream_options={"include_usage": true}`."""
+
+    done = sse("[DONE]")
+
+    def __init__(self, model: str, *, usage_chunk: bool = True) -> None:
+        super().__init__(model)
+        self.usage_chunk = usage_chunk
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> Event:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return Event(self._chunk_with(choices=[choice]))
+
+    def _chunk_with(self, **fields: Any) -> dict[str, Any]:
         return {
             "id": f"chatcmpl-backtrack-{self.id}",
             "object": "chat.completion.chunk",
             "created": self.created,
-            "model": self.guided.model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            "model": self.model,
+            **fields,
         }
 
-    def start(self) -> bytes:
-        return sse(self._chunk({"role": "assistant", "content": ""}))
+    def start_events(self) -> list[Event]:
+        return [self._chunk({"role": "assistant", "content": ""})]
 
-    def text(self, piece: str) -> bytes:
-        return sse(self._chunk({"content": piece}))
+    def text_events(self, piece: str) -> list[Event]:
+        return [self._chunk({"content": piece})]
 
-    def end(self, result: GuideResult, extra: dict[str, Any]) -> bytes:
-        last = {**self._chunk({}), "choices": [], "usage": usage(result), "backtrack": extra}
-        return sse(self._chunk({}, finish_reason(result))) + sse(last) + sse("[DONE]")
+    def end_events(self, result: GuideResult, extra: dict[str, Any] | None) -> list[Event]:
+        events = [self._chunk({}, finish_reason(result))]
+        if self.usage_chunk:
+            last = self._chunk_with(choices=[], usage=usage(result))
+            events.append(Event(with_extra(last, extra)))
+        return events
+
+    def sdk(self, event: Event) -> ChatCompletionChunk:
+        from openai.types.chat import ChatCompletionChunk
+
+        return ChatCompletionChunk.model_validate(event.data)
+
+
+def chat_stream(model: str, stream_options: dict[str, Any]) -> ChatStream:
+    """The stream of a create(stream=True) call: with the usage chunk where its `stream_options`
+    ask for it (`include_usage`), as OpenAI's."""
+    return ChatStream(model, usage_chunk=bool(stream_options.get("include_usage")))
 
 
 def response_format_schema(value: Any) -> str | None:
@@ -103,21 +137,29 @@ def response_format_schema(value: Any) -> str | None:
 
 
 def asks_for_grammar(kwargs: dict[str, Any]) -> bool:
-    """Whether a create() call is guided: it gives `grammar=`, or a `response_format` of
-    json_schema or json_object, which becomes its grammar (taken out of what goes upstream: the
-    run enforces it). Both at once is a TypeError. A `response_format` it cannot read goes to
-    the SDK as it is."""
-    try:
-        schema = response_format_schema(kwargs.get("response_format", {"type": "text"}))
-    except MalformedBody:
-        schema = None
-    if schema is None:
+    """Whether a create() or parse() call is guided: it gives `grammar=`, or a `response_format`
+    that becomes its grammar (taken out of what goes upstream: the run enforces it): json_schema
+    or json_object, or a pydantic model class (parse()'s; the grammar is the class, so that the
+    result's `parsed` is an instance of it). Both at once is a TypeError. A `response_format` it
+    cannot read goes to the SDK as it is."""
+    grammar = _response_format_grammar(kwargs.get("response_format", {"type": "text"}))
+    if grammar is None:
         return "grammar" in kwargs
     if "grammar" in kwargs:
         raise TypeError("give grammar= or a response_format schema, not both")
     del kwargs["response_format"]
-    kwargs["grammar"] = json.loads(schema)
+    kwargs["grammar"] = grammar
     return True
+
+
+def _response_format_grammar(value: Any) -> GrammarLike | None:
+    if is_pydantic_model(value):
+        return value
+    try:
+        schema = response_format_schema(value)
+    except MalformedBody:
+        return None
+    return None if schema is None else json.loads(schema)
 
 
 def read_kwargs(client: Any, kwargs: dict[str, Any]) -> tuple[OpenAIChatDrafter, list[Message]]:
@@ -168,5 +210,24 @@ def chat_completion(model: str, result: GuideResult) -> GuidedChatCompletion:
         ],
         usage=CompletionUsage(**usage(result)),
         guide_result=result,
+    )
+    return reply
+
+
+def parsed_chat_completion(model: str, result: GuideResult) -> GuidedParsedChatCompletion[Any]:
+    """`result` as parse() answers: the SDK's ParsedChatCompletion (a subclass carrying
+    `guide_result`), its message's `parsed` the result's (an instance of the pydantic model that
+    was the grammar; else None). A run that is not valid raises the SDK's
+    LengthFinishReasonError, as parse() does for a reply cut short."""
+    from openai import LengthFinishReasonError
+    from openai.types.chat import ParsedChatCompletion
+
+    plain = chat_completion(model, result)
+    if not result.valid:
+        raise LengthFinishReasonError(completion=plain)
+    fields = plain.model_dump(exclude={"guide_result"}, exclude_unset=True)
+    fields["choices"][0]["message"]["parsed"] = result.parsed
+    reply: GuidedParsedChatCompletion[Any] = with_guide_result(ParsedChatCompletion).model_validate(
+        {**fields, "guide_result": result}
     )
     return reply

@@ -130,23 +130,59 @@ class Shape:
         return sse(self.error_body(error))
 
 
-class EventStream:
-    """One reply as server-sent events: `start()`, `text(piece)` as pieces become final, then
-    `end(result, extra)`; chunks carry one id."""
+@dataclass(frozen=True)
+class Event:
+    """One event of a streamed reply: its JSON `data`, under the SSE event `name` where the
+    shape names its events (Anthropic's)."""
 
-    def __init__(self, guided: GuidedRequest) -> None:
-        self.guided = guided
+    data: dict[str, Any]
+    name: str | None = None
+
+
+class EventStream:
+    """One reply as events, all with one id: `start_events()`, `text_events(piece)` as pieces
+    become final, then `end_events(result, extra)`, `extra` the `backtrack` object of the last
+    event (None: none). The server sends them as server-sent events (`start()`, `text()`,
+    `end()`); wrap's streams hand them out as the SDK's own types (`sdk`)."""
+
+    # What follows the last event on the wire (OpenAI's `data: [DONE]`).
+    done: bytes = b""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
         self.id = uuid.uuid4().hex
         self.created = int(time.time())
 
-    def start(self) -> bytes:
+    def start_events(self) -> list[Event]:
         raise NotImplementedError
+
+    def text_events(self, piece: str) -> list[Event]:
+        raise NotImplementedError
+
+    def end_events(self, result: GuideResult, extra: dict[str, Any] | None) -> list[Event]:
+        raise NotImplementedError
+
+    def sdk(self, event: Event) -> Any:
+        """`event` as the SDK's object (its stream's item type)."""
+        raise NotImplementedError(f"{type(self).__name__} has no SDK stream type")
+
+    def start(self) -> bytes:
+        return _sse(self.start_events())
 
     def text(self, piece: str) -> bytes:
-        raise NotImplementedError
+        return _sse(self.text_events(piece))
 
     def end(self, result: GuideResult, extra: dict[str, Any]) -> bytes:
-        raise NotImplementedError
+        return _sse(self.end_events(result, extra)) + self.done
+
+
+def _sse(events: list[Event]) -> bytes:
+    return b"".join(sse(event.data, event.name) for event in events)
+
+
+def with_extra(data: dict[str, Any], extra: dict[str, Any] | None) -> dict[str, Any]:
+    """`data` with `extra` as its `backtrack` object, where there is one."""
+    return data if extra is None else {**data, "backtrack": extra}
 
 
 def summary(result: GuideResult, *, html: bool = False) -> dict[str, Any]:
