@@ -3,7 +3,7 @@ files); it is never run. Each `assert_type` fails the check where wrap() loses t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from typing_extensions import assert_type
 
@@ -11,9 +11,10 @@ from backtrack import GuideResult, wrap
 
 if TYPE_CHECKING:
     from anthropic import Anthropic, AsyncAnthropic
-    from anthropic.types import Message
+    from anthropic.types import Message, RawMessageStreamEvent
     from openai import AsyncOpenAI, OpenAI, Stream
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
+    from pydantic import BaseModel
 
     from backtrack.wire.guided_clients import (
         GuidedAnthropic,
@@ -22,7 +23,12 @@ if TYPE_CHECKING:
         GuidedChatCompletion,
         GuidedMessage,
         GuidedOpenAI,
+        GuidedParsedChatCompletion,
     )
+    from backtrack.wire.guided_stream import AsyncGuidedStream, GuidedStream
+
+    class Person(BaseModel):
+        name: str
 
 
 def openai(client: OpenAI) -> None:
@@ -36,6 +42,14 @@ def openai(client: OpenAI) -> None:
     assert_type(plain, ChatCompletion)
     chunks = wrapped.chat.completions.create(model="m", messages=[], stream=True)
     assert_type(chunks, Stream[ChatCompletionChunk])
+    guided = wrapped.chat.completions.create(model="m", messages=[], grammar="json", stream=True)
+    assert_type(guided, GuidedStream[ChatCompletionChunk])
+    assert_type(guided.guide_result, GuideResult | None)
+    parsed = wrapped.chat.completions.parse(model="m", messages=[], response_format=Person)
+    assert_type(parsed, GuidedParsedChatCompletion[Person])
+    assert_type(parsed.choices[0].message.parsed, Person | None)
+    by_grammar = wrapped.chat.completions.parse(model="m", messages=[], grammar="json")
+    assert_type(by_grammar, GuidedParsedChatCompletion[Any])
     assert_type(wrapped.api_key, str)  # the rest of the client is the SDK's
 
 
@@ -46,6 +60,12 @@ async def async_openai(client: AsyncOpenAI) -> None:
     assert_type(reply, GuidedChatCompletion)
     plain = await wrapped.chat.completions.create(model="m", messages=[])
     assert_type(plain, ChatCompletion)
+    chunks = await wrapped.chat.completions.create(
+        model="m", messages=[], grammar="json", stream=True
+    )
+    assert_type(chunks, AsyncGuidedStream[ChatCompletionChunk])
+    parsed = await wrapped.chat.completions.parse(model="m", messages=[], response_format=Person)
+    assert_type(parsed, GuidedParsedChatCompletion[Person])
 
 
 def anthropic(client: Anthropic) -> None:
@@ -56,6 +76,10 @@ def anthropic(client: Anthropic) -> None:
     assert_type(reply.guide_result, GuideResult)
     plain = wrapped.messages.create(model="m", max_tokens=8, messages=[])
     assert_type(plain, Message)
+    events = wrapped.messages.create(
+        model="m", max_tokens=8, messages=[], grammar="json", stream=True
+    )
+    assert_type(events, GuidedStream[RawMessageStreamEvent])
 
 
 async def async_anthropic(client: AsyncAnthropic) -> None:
@@ -63,3 +87,7 @@ async def async_anthropic(client: AsyncAnthropic) -> None:
     assert_type(wrapped, GuidedAsyncAnthropic)
     reply = await wrapped.messages.create(model="m", max_tokens=8, messages=[], grammar="json")
     assert_type(reply, GuidedMessage)
+    events = await wrapped.messages.create(
+        model="m", max_tokens=8, messages=[], grammar="json", stream=True
+    )
+    assert_type(events, AsyncGuidedStream[RawMessageStreamEvent])
