@@ -89,14 +89,15 @@ def guide(
     pieces = guide_pieces(
         generate_fn, grammar, prompt=prompt, target=target, options=options, **option_changes
     )
-    while True:
-        try:
-            piece = next(pieces)
-        except StopIteration as done:
-            result: GuideResult = done.value
-            return result
-        if on_text is not None:
-            on_text(piece)
+    with contextlib.closing(pieces):  # on_text failed: the draft under way is closed
+        while True:
+            try:
+                piece = next(pieces)
+            except StopIteration as done:
+                result: GuideResult = done.value
+                return result
+            if on_text is not None:
+                on_text(piece)
 
 
 def guide_pieces(

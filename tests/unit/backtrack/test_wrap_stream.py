@@ -7,7 +7,7 @@ never goes out), the run's GuideResult on the stream once it has ended.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from anthropic.types import (
@@ -21,7 +21,13 @@ from anthropic.types import (
 from openai.types.chat import ChatCompletionChunk
 
 from backtrack import GuideResult, ProviderError, wrap
+from tests.support.responder import DOC, PROMPT, responder
+from tests.support.responder import SLIP as SLIP_BRACE
+from tests.support.scripted import ScriptedAPI
 from tests.support.servers import Exchange, MockServer, Reply, disconnect, error, text
+
+if TYPE_CHECKING:
+    from local_target import LocalTarget
 
 MESSAGES = [{"role": "user", "content": "A cat as JSON."}]
 SCHEMA = {
@@ -207,3 +213,21 @@ async def test_async_stream_failure_and_early_close(openai_server: Any, openai_c
                 if contents([chunk])[0]:
                     break
     closed_early(openai_server, len(Reply(text=slow).pieces()))
+
+
+def test_a_stream_goes_on_through_a_correction(
+    openai_server: Any, openai_client: Any, target: LocalTarget
+):
+    """SmolLM2 corrects a slip that no edit mends (repairs off), the API is asked again from
+    the corrected text: the stream carries the text before the cut, the correction and the
+    API's rest, one text."""
+    api = ScriptedAPI(DOC, drafts=[SLIP_BRACE])
+    openai_server.responder = responder("openai-chat", api)
+    client = wrap(openai_client(), target=target, repair_window=0, correction_tokens=8)
+    stream = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": PROMPT}], grammar="json", stream=True
+    )
+    pieces = contents(list(stream))
+    assert "".join(pieces) == DOC
+    assert stream.guide_result is not None and stream.guide_result.corrections == 1
+    assert api.prefixes == ["", '{"a": [1, 2, 3],']
