@@ -7,6 +7,7 @@ message_stop. Its `system` goes first in the prompt, as a system message.
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 from backtrack.trace.result import GuideResult
 from backtrack.wire.shape import (
     ErrorReply,
+    Event,
     EventStream,
     GuidedRequest,
     Shape,
@@ -23,6 +25,7 @@ from backtrack.wire.shape import (
     kwargs_messages,
     required_kwarg,
     take_nested_format,
+    with_extra,
     with_guide_result,
     with_partial,
 )
@@ -33,6 +36,9 @@ from providers.base import Message, Prompt
 from providers.tool_calls import ToolReply
 
 if TYPE_CHECKING:
+    from anthropic.types import RawMessageStreamEvent
+    from pydantic import TypeAdapter
+
     from backtrack.wire.guided_clients import GuidedMessage
 
 
@@ -67,7 +73,7 @@ class AnthropicMessages(Shape):
         return {**reply, "backtrack": extra}
 
     def stream(self, guided: GuidedRequest) -> EventStream:
-        return _MessageStream(guided)
+        return MessageStream(guided.model)
 
     def take_format(self, fields: dict[str, Any]) -> tuple[str, str] | None:
         """`output_format` (structured outputs in beta) or `output_config.format` (its general
@@ -90,13 +96,16 @@ class AnthropicMessages(Shape):
         return sse(self.error_body(error), "error")
 
 
-class _MessageStream(EventStream):
-    def start(self) -> bytes:
+class MessageStream(EventStream):
+    """A reply as Anthropic's events: message_start, content_block_start, a text_delta per
+    piece, content_block_stop, message_delta (stop reason and usage), message_stop."""
+
+    def start_events(self) -> list[Event]:
         started: dict[str, Any] = {
             "id": f"msg_backtrack_{self.id}",
             "type": "message",
             "role": "assistant",
-            "model": self.guided.model,
+            "model": self.model,
             "content": [],
             "stop_reason": None,
             "stop_sequence": None,
@@ -107,30 +116,40 @@ class _MessageStream(EventStream):
             "index": 0,
             "content_block": {"type": "text", "text": ""},
         }
-        return sse({"type": "message_start", "message": started}, "message_start") + sse(
-            block, "content_block_start"
-        )
+        return [_event({"type": "message_start", "message": started}), _event(block)]
 
-    def text(self, piece: str) -> bytes:
-        delta = {
-            "type": "content_block_delta",
-            "index": 0,
-            "delta": {"type": "text_delta", "text": piece},
-        }
-        return sse(delta, "content_block_delta")
+    def text_events(self, piece: str) -> list[Event]:
+        delta = {"type": "text_delta", "text": piece}
+        return [_event({"type": "content_block_delta", "index": 0, "delta": delta})]
 
-    def end(self, result: GuideResult, extra: dict[str, Any]) -> bytes:
+    def end_events(self, result: GuideResult, extra: dict[str, Any] | None) -> list[Event]:
         delta = {
             "type": "message_delta",
-            "delta": {"stop_reason": stop_reason(result)},
+            "delta": {"stop_reason": stop_reason(result), "stop_sequence": None},
             "usage": usage(result),
-            "backtrack": extra,
         }
-        return (
-            sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
-            + sse(delta, "message_delta")
-            + sse({"type": "message_stop"}, "message_stop")
-        )
+        return [
+            _event({"type": "content_block_stop", "index": 0}),
+            _event(with_extra(delta, extra)),
+            _event({"type": "message_stop"}),
+        ]
+
+    def sdk(self, event: Event) -> RawMessageStreamEvent:
+        return _sdk_events().validate_python(event.data)
+
+
+def _event(data: dict[str, Any]) -> Event:
+    """An event named by its type, as Anthropic's are."""
+    return Event(data, data["type"])
+
+
+@functools.cache
+def _sdk_events() -> TypeAdapter[RawMessageStreamEvent]:
+    """Reads a stream event's JSON as the SDK's type (made at first use: no SDK at import)."""
+    from anthropic.types import RawMessageStreamEvent
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(RawMessageStreamEvent)
 
 
 def _output_format(fields: dict[str, Any]) -> tuple[str, str] | None:

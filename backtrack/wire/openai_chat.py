@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from backtrack.trace.result import GuideResult
 from backtrack.wire.shape import (
+    Event,
     EventStream,
     GuidedRequest,
     Shape,
@@ -21,18 +22,20 @@ from backtrack.wire.shape import (
     kwargs_messages,
     one_choice,
     required_kwarg,
+    with_extra,
     with_guide_result,
 )
 from backtrack.wire.sse import sse
 from backtrack.wire.tools import GuidedTool, guided_tool, reply_calls
+from grammars.json_schema.checks import is_pydantic_model
 from providers import OpenAIChatDrafter
 from providers.base import Message
 from providers.tool_calls import ToolReply
 
 if TYPE_CHECKING:
-    from openai.types.chat import ChatCompletionMessage
+    from openai.types.chat import ChatCompletionChunk, ChatCompletionMessage
 
-    from backtrack.wire.guided_clients import GuidedChatCompletion
+    from backtrack.wire.guided_clients import GuidedChatCompletion, GuidedParsedChatCompletion
 
 
 class OpenAIChat(Shape):
@@ -62,7 +65,7 @@ class OpenAIChat(Shape):
         return {**reply, "backtrack": extra}
 
     def stream(self, guided: GuidedRequest) -> EventStream:
-        return _ChatStream(guided)
+        return ChatStream(guided.model)
 
     def take_format(self, fields: dict[str, Any]) -> tuple[str, str] | None:
         schema = response_format_schema(fields.get("response_format", {"type": "text"}))
@@ -71,26 +74,62 @@ class OpenAIChat(Shape):
         del fields["response_format"]
         return schema, "response_format"
 
+    def take_model(self, fields: dict[str, Any]) -> tuple[Any, str] | None:
+        """parse()'s `response_format=Model` (a pydantic model class)."""
+        model = fields.get("response_format")
+        if not is_pydantic_model(model):
+            return None
+        del fields["response_format"]
+        return model, "response_format"
 
-class _ChatStream(EventStream):
-    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+
+class ChatStream(EventStream):
+    """A reply as `chat.completion.chunk` events: the role, a content delta per piece, the
+    finish reason, then (`usage_chunk`) a chunk with no choices and the run's usage, as OpenAI
+    sends it for `stream_options={"include_usage": true}`."""
+
+    done = sse("[DONE]")
+
+    def __init__(self, model: str, *, usage_chunk: bool = True) -> None:
+        super().__init__(model)
+        self.usage_chunk = usage_chunk
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> Event:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return Event(self._chunk_with(choices=[choice]))
+
+    def _chunk_with(self, **fields: Any) -> dict[str, Any]:
         return {
             "id": f"chatcmpl-backtrack-{self.id}",
             "object": "chat.completion.chunk",
             "created": self.created,
-            "model": self.guided.model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            "model": self.model,
+            **fields,
         }
 
-    def start(self) -> bytes:
-        return sse(self._chunk({"role": "assistant", "content": ""}))
+    def start_events(self) -> list[Event]:
+        return [self._chunk({"role": "assistant", "content": ""})]
 
-    def text(self, piece: str) -> bytes:
-        return sse(self._chunk({"content": piece}))
+    def text_events(self, piece: str) -> list[Event]:
+        return [self._chunk({"content": piece})]
 
-    def end(self, result: GuideResult, extra: dict[str, Any]) -> bytes:
-        last = {**self._chunk({}), "choices": [], "usage": usage(result), "backtrack": extra}
-        return sse(self._chunk({}, finish_reason(result))) + sse(last) + sse("[DONE]")
+    def end_events(self, result: GuideResult, extra: dict[str, Any] | None) -> list[Event]:
+        events = [self._chunk({}, finish_reason(result))]
+        if self.usage_chunk:
+            last = self._chunk_with(choices=[], usage=usage(result))
+            events.append(Event(with_extra(last, extra)))
+        return events
+
+    def sdk(self, event: Event) -> ChatCompletionChunk:
+        from openai.types.chat import ChatCompletionChunk
+
+        return ChatCompletionChunk.model_validate(event.data)
+
+
+def chat_stream(model: str, stream_options: dict[str, Any]) -> ChatStream:
+    """The stream of a create(stream=True) call: with the usage chunk where its `stream_options`
+    ask for it (`include_usage`), as OpenAI's."""
+    return ChatStream(model, usage_chunk=bool(stream_options.get("include_usage")))
 
 
 def response_format_schema(value: Any) -> str | None:
@@ -187,3 +226,25 @@ def _tool_message(
     )
     valid = result.valid or tools.unguided
     return message, ("tool_calls" if calls else "stop") if valid else "length"
+
+
+def parsed_chat_completion(
+    model: str, result: GuideResult, tools: ToolReply | None = None
+) -> GuidedParsedChatCompletion[Any]:
+    """`result` as parse() answers: the SDK's ParsedChatCompletion (a subclass carrying
+    `guide_result`), its message's `parsed` the result's (an instance of the pydantic model that
+    was the grammar; else None), with `tools` as `chat_completion` reads them. A reply cut short
+    (finish reason "length": a run that is not valid) raises the SDK's LengthFinishReasonError,
+    as parse() does."""
+    from openai import LengthFinishReasonError
+    from openai.types.chat import ParsedChatCompletion
+
+    plain = chat_completion(model, result, tools)
+    if plain.choices[0].finish_reason == "length":
+        raise LengthFinishReasonError(completion=plain)
+    fields = plain.model_dump(exclude={"guide_result"}, exclude_unset=True)
+    fields["choices"][0]["message"]["parsed"] = result.parsed
+    reply: GuidedParsedChatCompletion[Any] = with_guide_result(ParsedChatCompletion).model_validate(
+        {**fields, "guide_result": result}
+    )
+    return reply
