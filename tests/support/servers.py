@@ -603,6 +603,26 @@ class _Handler(Handler):
         return response
 
 
+def responses_stream_text(events: list[Any]) -> str:
+    """The text a Responses stream (the SDK's events) carries, once its events are seen to come
+    as the API sends them: opened, the text's deltas, closed, numbered from 0."""
+    kinds = [e.type for e in events]
+    assert kinds[:4] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+    ]
+    assert kinds[-4:] == [
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    return "".join(e.delta for e in events if e.type == "response.output_text.delta")
+
+
 def _output_text(text: str) -> dict[str, Any]:
     return {"type": "output_text", "text": text, "annotations": []}
 

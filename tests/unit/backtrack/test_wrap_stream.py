@@ -25,7 +25,15 @@ from backtrack import GuideResult, ProviderError, wrap
 from tests.support.responder import DOC, PROMPT, responder
 from tests.support.responder import SLIP as SLIP_BRACE
 from tests.support.scripted import ScriptedAPI
-from tests.support.servers import Exchange, MockServer, Reply, disconnect, error, text
+from tests.support.servers import (
+    Exchange,
+    MockServer,
+    Reply,
+    disconnect,
+    error,
+    responses_stream_text,
+    text,
+)
 
 if TYPE_CHECKING:
     from local_target import LocalTarget
@@ -174,22 +182,8 @@ def test_responses_stream_yields_the_sdk_events(openai_server: Any, openai_clien
         model="m", input="A cat as JSON.", grammar=SCHEMA, stream=True
     )
     events = list(stream)
-    kinds = [e.type for e in events]
-    assert kinds[:4] == [
-        "response.created",
-        "response.in_progress",
-        "response.output_item.added",
-        "response.content_part.added",
-    ]
-    assert kinds[-4:] == [
-        "response.output_text.done",
-        "response.content_part.done",
-        "response.output_item.done",
-        "response.completed",
-    ]
-    assert [e.sequence_number for e in events] == list(range(len(events)))
-    deltas = [e.delta for e in events if isinstance(e, ResponseTextDeltaEvent)]
-    assert len(deltas) > 5 and "".join(deltas) == MENDED
+    deltas = [e for e in events if isinstance(e, ResponseTextDeltaEvent)]
+    assert len(deltas) > 5 and responses_stream_text(events) == MENDED
     end = events[-1]
     assert isinstance(end, ResponseCompletedEvent) and end.response.output_text == MENDED
     assert end.response.usage is not None and end.response.usage.output_tokens == 9
