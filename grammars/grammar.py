@@ -24,7 +24,7 @@ from grammars.ecma import ascii_classes, ascii_schema_patterns
 from grammars.engine import Matchers, byte_tokenizer
 from grammars.errors import GrammarError, TextError
 from grammars.json_schema.build import Validator, loosen
-from grammars.json_schema.checks import read_schema
+from grammars.json_schema.checks import is_pydantic_model, read_schema
 from grammars.json_schema.keywords import check_schema_words
 from grammars.json_schema.relax import Relaxation, one_of_places, relax
 from grammars.lark.checks import check_lark
@@ -79,12 +79,13 @@ class Grammar:
 
     `limits` bound what the grammar may cost (GrammarLimits); checks run under a work budget of
     `limits.row_items` Earley items per text position beyond the grammar's own size. `schema`
-    holds a JSON schema's parts besides the grammar (None for every other kind).
-    """
+    holds a JSON schema's parts besides the grammar (None for every other kind), `model` the
+    pydantic model class a JSON schema's grammar was made from (None: none)."""
 
     # Lark grammars: the file relative %imports are read from, and the rule a sentence derives.
     path: Path | None = None
     start: str = "start"
+    model: type[Any] | None = None
 
     def __init__(
         self,
@@ -211,9 +212,14 @@ class Grammar:
         cls, schema: dict[str, Any] | bool | str | type, *, limits: GrammarLimits | None = None
     ) -> Grammar:
         """A JSON schema, as a dict (or a boolean schema), a JSON string, or a pydantic model
-        class."""
+        class, kept as `model` (a GuideResult's `parsed` is its validation of the text)."""
         limits = limits or GrammarLimits()
-        schema = read_schema(schema, limits)
+        grammar = cls._from_schema(read_schema(schema, limits), limits)
+        grammar.model = schema if is_pydantic_model(schema) else None
+        return grammar
+
+    @classmethod
+    def _from_schema(cls, schema: dict[str, Any], limits: GrammarLimits) -> Grammar:
         # Key order is kept: the engine takes an object's properties in the order they are listed.
         text = json.dumps(schema)
         check_size("the JSON schema", len(text.encode("utf-8", "surrogatepass")), limits)
@@ -325,9 +331,7 @@ class Grammar:
                 raise GrammarError(f"{{{kind!r}: ...}} takes a string, not {type(text).__name__}")
             build = cls.from_regex if kind == "regex" else cls.from_lark
             return build(text, limits=limits)
-        if isinstance(spec, dict) or (
-            isinstance(spec, type) and hasattr(spec, "model_json_schema")
-        ):
+        if isinstance(spec, dict) or is_pydantic_model(spec):
             if isinstance(spec, dict):
                 check_schema_words(spec)
             return cls.from_json_schema(spec, limits=limits)

@@ -39,6 +39,7 @@ _STOP: dict[str, FinishReason] = {
     "stop_sequence": "stop",
     "max_tokens": "length",
     "model_context_window_exceeded": "length",
+    "tool_use": "stop",
 }
 _PREFILL_REFUSAL = re.compile(
     r"prefill|final\s+`?assistant`?\s+(content|message)|must end with a user message", re.IGNORECASE
@@ -86,12 +87,22 @@ class AnthropicDrafter(SDKDrafter):
 
     reserved = frozenset({"model", "messages", "stream", "max_tokens"})
     request_id_header = "request-id"
+    tool_choice_none: ClassVar[object] = {"type": "none"}
     # Models that answered a prefill with a 400, shared by every drafter in the process.
     _no_prefill: ClassVar[set[str]] = set()
     _lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self, client: Any, model: str, *, prefill: bool = True, **create_kwargs: Any):
+    def __init__(
+        self,
+        client: Any,
+        model: str,
+        *,
+        prefill: bool = True,
+        guided_tool: str | None = None,
+        **create_kwargs: Any,
+    ) -> None:
         super().__init__(client, model, create_kwargs)
+        self.guided_tool = guided_tool
         self.prefill = prefill
         self.capabilities = Capabilities(prefill=self._prefill_allowed(), streaming=True)
 
@@ -114,12 +125,22 @@ class AnthropicDrafter(SDKDrafter):
         return self.client.messages
 
     def _read_event(self, event: Any, stream: AnyStream) -> str | None:
-        """The text of one Messages stream event; records usage and the stop reason."""
+        """The text of one Messages stream event (reading tools: the guided tool_use block's
+        input JSON); records usage and the stop reason."""
         kind = getattr(event, "type", None)
-        if kind == "content_block_delta":
+        reply = self.tool_reply if self.reading_tools else None
+        if kind == "content_block_start" and reply is not None:
+            block: Any = getattr(event, "content_block", None)
+            if getattr(block, "type", None) == "tool_use":
+                reply.start(event.index, block.id, block.name)
+        elif kind == "content_block_delta":
             delta = getattr(event, "delta", None)
+            if reply is not None and getattr(delta, "type", None) == "input_json_delta":
+                return reply.arguments(event.index, getattr(delta, "partial_json", None) or "")
             text = getattr(delta, "text", None)
             is_text = getattr(delta, "type", None) == "text_delta" and isinstance(text, str)
+            if reply is not None and is_text:
+                return reply.text(str(text))
             return text if is_text else None
         if kind == "message_start":
             usage = getattr(getattr(event, "message", None), "usage", None)
@@ -136,6 +157,8 @@ class AnthropicDrafter(SDKDrafter):
             reason = getattr(getattr(event, "delta", None), "stop_reason", None)
             if reason:
                 finish(stream, _STOP.get(reason, "unknown"))
+                if reply is not None:
+                    reply.ended(stream.request_id)
         return None
 
     def _failed(self, exc: BaseException, sdk_request: SDKRequest) -> ProviderError:
@@ -172,7 +195,7 @@ class AnthropicDrafter(SDKDrafter):
         else:
             messages = instruction(conversation, request.prefix)
             aligner = Aligner(text)
-        kwargs: dict[str, Any] = {**self.create_kwargs}
+        kwargs = self._create_kwargs(request)
         if system is not None:
             kwargs["system"] = system
         kwargs.update(

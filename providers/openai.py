@@ -28,7 +28,7 @@ from providers.sdk_stream import AnyStream, finish
 
 __all__ = ["OpenAIChatDrafter", "OpenAICompletionsDrafter"]
 
-_FINISH: dict[str, FinishReason] = {"stop": "stop", "length": "length"}
+_FINISH: dict[str, FinishReason] = {"stop": "stop", "length": "length", "tool_calls": "stop"}
 
 
 def _first_choice(chunk: Any, stream: AnyStream) -> Any:
@@ -58,13 +58,13 @@ class _OpenAIDrafter(SDKDrafter):
     reserved = frozenset({"model", "messages", "prompt", "stream"})
     request_id_header = "x-request-id"
 
-    def _kwargs(self) -> dict[str, Any]:
-        """The create kwargs, with the model and streaming set, and usage asked for in the final
-        chunk (without it a run's usage reads 0/0) unless the caller's `stream_options` says
-        otherwise: its other options are kept."""
+    def _kwargs(self, request: DraftRequest) -> dict[str, Any]:
+        """The create kwargs for `request`, with the model and streaming set, and usage asked for
+        in the final chunk (without it a run's usage reads 0/0) unless the caller's
+        `stream_options` says otherwise: its other options are kept."""
         options = {"include_usage": True, **(self.create_kwargs.get("stream_options") or {})}
         return {
-            **self.create_kwargs,
+            **self._create_kwargs(request),
             "model": self.model,
             "stream": True,
             "stream_options": options,
@@ -82,6 +82,8 @@ class OpenAIChatDrafter(_OpenAIDrafter):
     `create_kwargs` go to every `chat.completions.create` call (temperature, seed, extra_body...).
     The token limit is sent as `max_completion_tokens` (what current OpenAI models take); pass
     `max_tokens_param="max_tokens"` for servers that know only the older name.
+
+    `guided_tool`: the function whose call's arguments are the draft (providers.tool_calls).
     """
 
     def __init__(
@@ -91,9 +93,11 @@ class OpenAIChatDrafter(_OpenAIDrafter):
         *,
         prefill: bool = False,
         max_tokens_param: str = "max_completion_tokens",
+        guided_tool: str | None = None,
         **create_kwargs: Any,
     ) -> None:
         super().__init__(client, model, create_kwargs)
+        self.guided_tool = guided_tool
         self.prefill = prefill
         self.max_tokens_param = max_tokens_param
         self.capabilities = Capabilities(prefill=prefill, streaming=True)
@@ -102,9 +106,21 @@ class OpenAIChatDrafter(_OpenAIDrafter):
         return self.client.chat.completions
 
     def _read_event(self, event: Any, stream: AnyStream) -> str | None:
-        """The text of one ChatCompletionChunk."""
-        choice = _first_choice(event, stream)
-        return _text(getattr(getattr(choice, "delta", None), "content", None))
+        """The text of one ChatCompletionChunk (reading tools: the guided call's arguments)."""
+        delta = getattr(_first_choice(event, stream), "delta", None)
+        content = _text(getattr(delta, "content", None))
+        reply = self.tool_reply if self.reading_tools else None
+        if reply is None:
+            return content
+        pieces = [reply.text(content or "") or ""]
+        for call in getattr(delta, "tool_calls", None) or []:
+            function = getattr(call, "function", None)
+            reply.start(call.index, call.id or "", getattr(function, "name", None) or "")
+            piece = reply.arguments(call.index, _text(getattr(function, "arguments", None)) or "")
+            pieces.append(piece or "")
+        if stream.finished:
+            reply.ended(stream.request_id)
+        return "".join(pieces)
 
     def messages(self, request: DraftRequest) -> tuple[list[Message], Aligner | None]:
         """The messages this drafter sends for `request`, and the aligner of the reply."""
@@ -118,7 +134,7 @@ class OpenAIChatDrafter(_OpenAIDrafter):
 
     def _prepare(self, request: DraftRequest) -> SDKRequest:
         messages, aligner = self.messages(request)
-        kwargs = self._kwargs()
+        kwargs = self._kwargs(request)
         kwargs["messages"] = messages
         kwargs[self.max_tokens_param] = request.max_tokens
         prefilled = self.prefill and bool(messages) and messages[-1]["role"] == "assistant"
@@ -152,7 +168,7 @@ class OpenAICompletionsDrafter(_OpenAIDrafter):
                 "the completions endpoint continues a text: give a str prompt, "
                 "or use OpenAIChatDrafter for chat messages"
             )
-        kwargs = self._kwargs()
+        kwargs = self._kwargs(request)
         kwargs["prompt"] = request.prompt + request.prefix
         kwargs["max_tokens"] = request.max_tokens
         return SDKRequest(kwargs, None)

@@ -12,6 +12,11 @@ only what differs:
     _prepare(request)           the SDKRequest for a DraftRequest: create() arguments, aligner
     _read_event(event, stream)  the text one stream event carries (usage, finish reason noted)
     _failed(exc, sdk_request)   the error for a request that did not start (translated as is)
+
+With `guided_tool` (a function's name) the draft's text is that function's arguments; with tools
+in the create kwargs and none guided, the content is, and the calls are kept apart
+(providers.tool_calls): `_create_kwargs` says how a request goes, `reading_tools` how its reply
+is read, and `tool_reply` holds what the last fresh answer carried besides.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from providers.errors import ProviderError, masked_cause, remember_keys
 from providers.retry import without_sdk_retries
 from providers.sdk_errors import mapped_exceptions, to_provider_error
 from providers.sdk_stream import AnyStream, async_stream, header, sync_stream
+from providers.tool_calls import ToolReply, calling_none
 
 __all__ = ["SDKDrafter", "SDKRequest"]
 
@@ -45,6 +51,7 @@ class SDKDrafter:
     """A drafter over an OpenAI or Anthropic SDK client: what every protocol's drafter shares."""
 
     reserved: ClassVar[frozenset[str]]
+    tool_choice_none: ClassVar[object] = "none"  # the protocol's tool_choice that calls no tool
     request_id_header: ClassVar[str]
     capabilities: Capabilities
 
@@ -60,9 +67,25 @@ class SDKDrafter:
         self.client = without_sdk_retries(client)
         self.model = model
         self.create_kwargs = create_kwargs
+        self.guided_tool: str | None = None
+        self.tool_reply: ToolReply | None = None
+        self.reading_tools = False
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r})"
+
+    def _create_kwargs(self, request: DraftRequest) -> dict[str, Any]:
+        """The create kwargs for `request`. With tools (or a guided tool), a fresh answer goes
+        with them and its reply is read as a new `tool_reply`; once text is committed, a draft
+        may call no tool (`tool_choice_none`): its reply's text continues the text."""
+        extra = self.create_kwargs.get("extra_body")
+        tools = "tools" in self.create_kwargs or (isinstance(extra, dict) and "tools" in extra)
+        self.reading_tools = (tools or self.guided_tool is not None) and not request.prefix
+        if self.reading_tools:
+            self.tool_reply = ToolReply(self.guided_tool)
+        if tools and request.prefix:
+            return calling_none(self.create_kwargs, self.tool_choice_none)
+        return dict(self.create_kwargs)
 
     def _endpoint(self) -> Any:
         raise NotImplementedError

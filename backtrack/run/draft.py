@@ -202,7 +202,7 @@ class DraftReader:
         self.seeker = None
         received = seeker.text
         found, start = start, past_sentences(self.grammar, received, start)
-        if start and self._slipped_answer(received, start):
+        if start and slipped_answer(self.grammar, received, start, self.options.repair_window):
             start = 0  # a slip early in the answer, for the repairs, not a preamble to drop
         elif (
             start == found
@@ -217,20 +217,6 @@ class DraftReader:
         if self.fence is None:
             self.fence = ClosingFence.after_preamble(received[:start])
         return self._receive(received[start:]) if received[start:] else True
-
-    def _slipped_answer(self, received: str, start: int) -> bool:
-        """Whether the text before the answer's `start` is the answer with a slip early on:
-        it reads as code, and the repairs make it fit (`x = 1; y = 2; `, `; a comment`); or it
-        reads as no commentary, does not open as a sentence does (`Turtle program v2`), and the
-        repairs that make the reply fit from its first character change fewer characters than
-        dropping the text would (`setpencolor blue` for `c blue`)."""
-        skipped, window = received[:start], self.options.repair_window
-        if not preamble(skipped) and repairable(self.grammar, skipped, window):
-            return True
-        if commentary(skipped) or _CAPITALISED.match(skipped):
-            return False
-        cost = repair_cost(self.grammar, received, start, window)
-        return cost is not None and cost < len("".join(skipped.split()))
 
     def _take(self, chunk: str) -> bool:
         """Check the answer's next piece: commit what fits; at a cut, read on for a repair where
@@ -332,6 +318,21 @@ def repairable(grammar: Grammar, text: str, window: int) -> bool:
         search(checker, text[taken : taken + window], final=False, floor=0, limits=REPAIR_LIMITS)
         is not None
     )
+
+
+def slipped_answer(grammar: Grammar, received: str, start: int, window: int) -> bool:
+    """Whether the text before the answer's `start` is the answer with a slip early on: it reads
+    as code, and the repairs make it fit (`x = 1; y = 2; `, `; a comment`); or it reads as no
+    commentary, does not open as a sentence does (`Turtle program v2`), and the repairs that make
+    the reply fit from its first character change fewer characters than dropping the text would
+    (`setpencolor blue` for `c blue`)."""
+    skipped = received[:start]
+    if not preamble(skipped) and repairable(grammar, skipped, window):
+        return True
+    if commentary(skipped) or _CAPITALISED.match(skipped):
+        return False
+    cost = repair_cost(grammar, received, start, window)
+    return cost is not None and cost < len("".join(skipped.split()))
 
 
 def repair_cost(grammar: Grammar, text: str, start: int, window: int) -> int | None:

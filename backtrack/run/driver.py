@@ -251,7 +251,7 @@ class Run:
                 break
             except Exception as exc:
                 wait = next_wait(attempt, exc, self.options.max_attempts)
-                if wait is None and exc is empty:
+                if wait is None and exc is empty and empty.retryable:
                     # A real model asked to go on from an odd prefix often says nothing, and
                     # says it again when asked again: it stopped, it did not fail. The round
                     # ends "empty" and the local target writes on from the committed text.

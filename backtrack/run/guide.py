@@ -1,6 +1,7 @@
 """guide() and aguide(): the two short shells that perform the driver's effects
 (backtrack.run.driver); AsyncGuideRun is aguide's, as an object that a caller can stop and still
-take the partial result.
+take the partial result. guide_pieces is guide()'s, as a generator of the output's final pieces
+that a caller can close (wrap's sync streams); guide() drains it.
 
 Each draft round is retried as a whole: a stream that drops midway resumes from the text
 committed so far. An error that ends the run carries the partial GuideResult (`exc.partial`):
@@ -15,7 +16,7 @@ import contextvars
 import functools
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -79,27 +80,73 @@ def guide(
 ) -> GuideResult:
     """Let `generate_fn` write, keep its output inside `grammar`, correct it locally.
 
-    `grammar`: a Grammar, a shipped name, Lark text, a JSON schema or a guidance grammar.
+    `grammar`: a Grammar, a shipped name, Lark text, a JSON schema (a pydantic model class too:
+    the result's `parsed` is then the validated object) or a guidance grammar.
     `target`: the local model (default: SmolLM2-135M). `options` (a GuideOptions) sets every
     budget and policy; keyword arguments change single ones (`max_corrections=4`), and an unknown
     name is a TypeError that names the valid ones. `on_text(piece)` is called with the output as
     it becomes final, piece by piece: the pieces concatenated are the result's text (for
     streaming it on; a run that fails has passed on a prefix of its partial text).
     """
-    run = _run("guide", generate_fn, grammar, prompt, target, options, on_text, option_changes)
+    pieces = guide_pieces(
+        generate_fn, grammar, prompt=prompt, target=target, options=options, **option_changes
+    )
+    with contextlib.closing(pieces):  # on_text failed: the draft under way is closed
+        while True:
+            try:
+                piece = next(pieces)
+            except StopIteration as done:
+                result: GuideResult = done.value
+                return result
+            if on_text is not None:
+                on_text(piece)
+
+
+def guide_pieces(
+    generate_fn: DrafterLike,
+    grammar: GrammarLike,
+    *,
+    prompt: Prompt = "",
+    target: LocalTarget | None = None,
+    options: GuideOptions | None = None,
+    **option_changes: Any,
+) -> Generator[str, None, GuideResult]:
+    """guide() as a generator: it yields the output's pieces as they become final (what guide()
+    hands to `on_text`) and returns the GuideResult. The arguments are checked here, before the
+    first piece is asked for; the run starts then. Closed before its end, the run stops there: a
+    draft under way is closed (its upstream request with it)."""
+    made: list[str] = []
+    run = _run("guide", generate_fn, grammar, prompt, target, options, made.append, option_changes)
+    return _steps(run, made)
+
+
+def _steps(run: Run, made: list[str]) -> Generator[str, None, GuideResult]:
+    """The run's effects performed; each piece `run` adds to `made` is yielded once the step that
+    made it has ended (a step that fails too: its text was final before the error)."""
     run.prepare()
-    step = run.start()
-    while not isinstance(step, GuideResult):
+    advance: Callable[[], Effect | GuideResult] = run.start
+    while True:
         try:
-            outcome = _perform(run, step)
+            step = advance()
+        finally:
+            yield from _take(made)
+        if isinstance(step, GuideResult):
+            return step
+        try:
+            outcome = yield from _perform(run, step, made)
         except Exception as exc:
-            step = run.throw(exc)
+            advance = functools.partial(run.throw, exc)
         else:
-            step = run.send(outcome)
-    return step
+            advance = functools.partial(run.send, outcome)
 
 
-def _perform(run: Run, effect: Effect) -> Outcome:
+def _take(made: list[str]) -> list[str]:
+    pieces = made[:]
+    made.clear()
+    return pieces
+
+
+def _perform(run: Run, effect: Effect, made: list[str]) -> Generator[str, None, Outcome]:
     if isinstance(effect, Wait):
         time.sleep(effect.seconds)
         return None
@@ -116,7 +163,9 @@ def _perform(run: Run, effect: Effect) -> Outcome:
     stream = drafter.draft(effect.request)
     try:
         for chunk in stream:
-            if not run.receive(chunk, stream.stripped):
+            more = run.receive(chunk, stream.stripped)
+            yield from _take(made)
+            if not more:
                 break
     finally:
         stream.close()

@@ -21,6 +21,9 @@ or in the route's own structured-output field (`Shape.take_format`):
 
 and `backtrack: {"trace": "html", "max_corrections": 2, ...}` asks for the HTML trace in the reply
 and changes GuideOptions by name. All of these are taken out of the body sent upstream.
+
+Without a grammar field, strict tools guide a call's arguments (backtrack.wire.tools): the
+function's schema is the grammar (`field` "tools"), and the tools go upstream as they came.
 """
 
 from __future__ import annotations
@@ -63,12 +66,14 @@ class GrammarSpec:
 @dataclass(frozen=True)
 class Asked:
     """A request body taken apart: its grammar (None: pass the request through), whether the
-    reply carries the HTML trace, GuideOptions changes, and the body without these fields."""
+    reply carries the HTML trace, GuideOptions changes, the body without these fields, and the
+    function whose arguments are guided (None: the text is)."""
 
     grammar: GrammarSpec | None
     trace_html: bool
     options: dict[str, Any]
     body: dict[str, Any]
+    tool: str | None = None
 
 
 def take_fields(body: dict[str, Any], shape: Shape) -> Asked:
@@ -97,7 +102,11 @@ def take_fields(body: dict[str, Any], shape: Shape) -> Asked:
     trace = options.pop("trace", None)
     if trace not in (None, "html"):
         raise RequestError('`backtrack.trace.record` takes "html"', param="backtrack.trace.record")
-    return Asked(specs[0] if specs else None, trace == "html", options, rest)
+    tool = None if specs else shape.guided_tool(rest)
+    if tool is not None:
+        specs.append(GrammarSpec("schema", tool.schema, "tools"))
+    tool_name = None if tool is None else tool.name
+    return Asked(specs[0] if specs else None, trace == "html", options, rest, tool_name)
 
 
 def _spec(name: str, value: Any) -> GrammarSpec | None:

@@ -24,6 +24,7 @@ from backtrack.serve.upstream import Upstream
 from backtrack.trace.result import GuideResult
 from backtrack.wire.shape import GuidedRequest, MalformedBody, Shape, summary
 from providers.errors import scoped_keys
+from providers.tool_calls import NoGuidedCall
 
 if TYPE_CHECKING:
     from local_target import LocalTarget
@@ -64,7 +65,8 @@ class GuidedRequests:
             raise to_serve_error(exc) from exc
         grammar = await self.grammars.get(spec)
         client = upstream.client(request.headers)
-        drafter = shape.drafter(client, guided.model, **guided.drafter_options)
+        tool = {"guided_tool": asked.tool} if asked.tool else {}
+        drafter = shape.drafter(client, guided.model, **guided.drafter_options, **tool)
         logger.info("%s: guided (%s from %s)", shape.path, grammar.kind, spec.field)
         limit = self.timeout
 
@@ -87,12 +89,14 @@ class GuidedRequests:
             return await _stream(request, shape, guided, asked, run, keys)
         try:
             done = await _unless_hung_up(request, run())
+        except NoGuidedCall as exc:  # the reply called no guided function: passed on as it is
+            done = _Done(exc.partial)
         except Exception as exc:
             raise to_serve_error(exc) from exc
         if done is None:
             return _gone(shape)
         extra = summary(done.value, html=asked.trace_html)
-        return JSONResponse(shape.reply(guided, done.value, extra))
+        return JSONResponse(shape.reply(guided, done.value, extra, drafter.tool_reply))
 
 
 async def _stream(

@@ -102,6 +102,14 @@ class GuideResult:
             raise ValueError("this result carries no grammar")
         return self.grammar.parse(self.text)
 
+    @functools.cached_property
+    def parsed(self) -> Any:
+        """The text as an instance of the pydantic model that was the grammar
+        (`Model.model_validate_json(text)`: pydantic's ValidationError where the text does not
+        validate, as a run that is not valid may leave it); None for any other grammar."""
+        model = None if self.grammar is None else self.grammar.model
+        return None if model is None else model.model_validate_json(self.text)
+
     def to_html(self) -> str:
         """The trace as one self-contained HTML page (backtrack.trace.html)."""
         return render(

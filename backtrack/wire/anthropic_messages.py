@@ -7,12 +7,15 @@ message_stop. Its `system` goes first in the prompt, as a system message.
 
 from __future__ import annotations
 
+import functools
+import json
 import uuid
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from backtrack.trace.result import GuideResult
 from backtrack.wire.shape import (
     ErrorReply,
+    Event,
     EventStream,
     GuidedRequest,
     Shape,
@@ -22,14 +25,20 @@ from backtrack.wire.shape import (
     kwargs_messages,
     required_kwarg,
     take_nested_format,
+    with_extra,
     with_guide_result,
     with_partial,
 )
 from backtrack.wire.sse import sse
+from backtrack.wire.tools import GuidedTool, guided_tool, reply_calls
 from providers import AnthropicDrafter
 from providers.base import Message, Prompt
+from providers.tool_calls import ToolReply
 
 if TYPE_CHECKING:
+    from anthropic.types import RawMessageStreamEvent
+    from pydantic import TypeAdapter
+
     from backtrack.wire.guided_clients import GuidedMessage
 
 
@@ -48,16 +57,23 @@ class AnthropicMessages(Shape):
             return [{"role": "system", "content": system}, *messages]
         return messages
 
+    def guided_tool(self, body: dict[str, Any]) -> GuidedTool | None:
+        return guided_tool(body, "anthropic")
+
     def reply(
-        self, guided: GuidedRequest, result: GuideResult, extra: dict[str, Any]
+        self,
+        guided: GuidedRequest,
+        result: GuideResult,
+        extra: dict[str, Any],
+        tools: ToolReply | None = None,
     ) -> dict[str, Any]:
-        reply: dict[str, Any] = message(guided.model, result).model_dump(
+        reply: dict[str, Any] = message(guided.model, result, tools).model_dump(
             mode="json", exclude_unset=True, exclude={"guide_result"}
         )
         return {**reply, "backtrack": extra}
 
     def stream(self, guided: GuidedRequest) -> EventStream:
-        return _MessageStream(guided)
+        return MessageStream(guided.model)
 
     def take_format(self, fields: dict[str, Any]) -> tuple[str, str] | None:
         """`output_format` (structured outputs in beta) or `output_config.format` (its general
@@ -80,13 +96,16 @@ class AnthropicMessages(Shape):
         return sse(self.error_body(error), "error")
 
 
-class _MessageStream(EventStream):
-    def start(self) -> bytes:
+class MessageStream(EventStream):
+    """A reply as Anthropic's events: message_start, content_block_start, a text_delta per
+    piece, content_block_stop, message_delta (stop reason and usage), message_stop."""
+
+    def start_events(self) -> list[Event]:
         started: dict[str, Any] = {
             "id": f"msg_backtrack_{self.id}",
             "type": "message",
             "role": "assistant",
-            "model": self.guided.model,
+            "model": self.model,
             "content": [],
             "stop_reason": None,
             "stop_sequence": None,
@@ -97,30 +116,40 @@ class _MessageStream(EventStream):
             "index": 0,
             "content_block": {"type": "text", "text": ""},
         }
-        return sse({"type": "message_start", "message": started}, "message_start") + sse(
-            block, "content_block_start"
-        )
+        return [_event({"type": "message_start", "message": started}), _event(block)]
 
-    def text(self, piece: str) -> bytes:
-        delta = {
-            "type": "content_block_delta",
-            "index": 0,
-            "delta": {"type": "text_delta", "text": piece},
-        }
-        return sse(delta, "content_block_delta")
+    def text_events(self, piece: str) -> list[Event]:
+        delta = {"type": "text_delta", "text": piece}
+        return [_event({"type": "content_block_delta", "index": 0, "delta": delta})]
 
-    def end(self, result: GuideResult, extra: dict[str, Any]) -> bytes:
+    def end_events(self, result: GuideResult, extra: dict[str, Any] | None) -> list[Event]:
         delta = {
             "type": "message_delta",
-            "delta": {"stop_reason": stop_reason(result)},
+            "delta": {"stop_reason": stop_reason(result), "stop_sequence": None},
             "usage": usage(result),
-            "backtrack": extra,
         }
-        return (
-            sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
-            + sse(delta, "message_delta")
-            + sse({"type": "message_stop"}, "message_stop")
-        )
+        return [
+            _event({"type": "content_block_stop", "index": 0}),
+            _event(with_extra(delta, extra)),
+            _event({"type": "message_stop"}),
+        ]
+
+    def sdk(self, event: Event) -> RawMessageStreamEvent:
+        return _sdk_events().validate_python(event.data)
+
+
+def _event(data: dict[str, Any]) -> Event:
+    """An event named by its type, as Anthropic's are."""
+    return Event(data, data["type"])
+
+
+@functools.cache
+def _sdk_events() -> TypeAdapter[RawMessageStreamEvent]:
+    """Reads a stream event's JSON as the SDK's type (made at first use: no SDK at import)."""
+    from anthropic.types import RawMessageStreamEvent
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(RawMessageStreamEvent)
 
 
 def _output_format(fields: dict[str, Any]) -> tuple[str, str] | None:
@@ -158,20 +187,45 @@ def usage(result: GuideResult) -> AnthropicUsage:
     return {"input_tokens": result.usage.input_tokens, "output_tokens": result.usage.output_tokens}
 
 
-def message(model: str, result: GuideResult) -> GuidedMessage:
-    """`result` as the SDK's Message (a subclass carrying `guide_result`)."""
+def message(model: str, result: GuideResult, tools: ToolReply | None = None) -> GuidedMessage:
+    """`result` as the SDK's Message (a subclass carrying `guide_result`); with `tools`, its
+    content is the reply's text and tool_use blocks: the guided block's input the run's text
+    parsed ({} where it is not valid: stop_reason max_tokens, the text in `guide_result`), or,
+    where no tool is guided, the text block the run's text."""
     from anthropic.types import Message as SdkMessage
-    from anthropic.types import TextBlock, Usage
+    from anthropic.types import TextBlock, ToolUseBlock, Usage
+
+    content: list[TextBlock | ToolUseBlock] = [TextBlock(type="text", text=result.text)]
+    stop: Literal["end_turn", "max_tokens", "tool_use"] = stop_reason(result)
+    if tools is not None:
+        text = result.text if tools.tool is None else tools.content
+        content = [TextBlock(type="text", text=text)] if text else []
+        calls = reply_calls(tools, result.text)
+        content += [
+            ToolUseBlock(type="tool_use", id=c.id, name=c.name, input=_input(c.arguments))
+            for c in calls
+        ]
+        valid = result.valid or tools.unguided
+        stop = ("tool_use" if calls else "end_turn") if valid else "max_tokens"
 
     reply: GuidedMessage = with_guide_result(SdkMessage)(
         id=f"msg_backtrack_{uuid.uuid4().hex}",
         type="message",
         role="assistant",
         model=model,
-        content=[TextBlock(type="text", text=result.text)],
-        stop_reason=stop_reason(result),
+        content=content,
+        stop_reason=stop,
         stop_sequence=None,
         usage=Usage(**usage(result)),
         guide_result=result,
     )
     return reply
+
+
+def _input(arguments: str) -> dict[str, object]:
+    """A tool_use block's input: the arguments' object ({} where they are none)."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,7 +1,8 @@
 """The SDK clients as wrap() gives them back, for a type checker: the SDK's own client, whose
 `chat.completions.create` and `responses.create` (OpenAI) or `messages.create` (Anthropic) also
 take `grammar=` and then answer a GuidedChatCompletion, a GuidedResponse or a GuidedMessage (the
-SDK's type with `guide_result`).
+SDK's type with `guide_result`), or with stream=True a GuidedStream of the SDK's stream items;
+OpenAI's `chat.completions.parse` answers a GuidedParsedChatCompletion.
 
 At run time wrap() gives a proxy and these classes are never made: they exist only for type
 checkers, and importing this module imports no SDK.
@@ -9,7 +10,7 @@ checkers, and importing this module imports no SDK.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 if TYPE_CHECKING:
     from functools import cached_property
@@ -22,11 +23,14 @@ if TYPE_CHECKING:
     from openai import AsyncOpenAI, AsyncStream, OpenAI, Stream
     from openai.resources.chat import AsyncChat, AsyncCompletions, Chat, Completions
     from openai.resources.responses import AsyncResponses, Responses
-    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk, ParsedChatCompletion
     from openai.types.responses import Response, ResponseStreamEvent
 
     from backtrack.trace.result import GuideResult
+    from backtrack.wire.guided_stream import AsyncGuidedStream, GuidedStream
     from grammars import GrammarLike
+
+    Parsed = TypeVar("Parsed")
 
     # -- OpenAI, AsyncOpenAI
 
@@ -35,11 +39,20 @@ if TYPE_CHECKING:
 
         guide_result: GuideResult
 
+    class GuidedParsedChatCompletion(ParsedChatCompletion[Parsed]):
+        """The SDK's ParsedChatCompletion with the run's GuideResult."""
+
+        guide_result: GuideResult
+
     class GuidedCompletions(Completions):
         @overload  # type: ignore[override]
         def create(
             self, *, grammar: GrammarLike, stream: Literal[False] | None = None, **kwargs: Any
         ) -> GuidedChatCompletion: ...
+        @overload
+        def create(
+            self, *, grammar: GrammarLike, stream: Literal[True], **kwargs: Any
+        ) -> GuidedStream[ChatCompletionChunk]: ...
         @overload
         def create(
             self, *, stream: Literal[False] | None = None, **kwargs: Any
@@ -53,12 +66,25 @@ if TYPE_CHECKING:
             self, *, stream: bool, **kwargs: Any
         ) -> ChatCompletion | Stream[ChatCompletionChunk]: ...
         def create(self, **kwargs: Any) -> Any: ...
+        @overload  # type: ignore[override]
+        def parse(
+            self, *, response_format: type[Parsed], **kwargs: Any
+        ) -> GuidedParsedChatCompletion[Parsed]: ...
+        @overload
+        def parse(
+            self, *, grammar: GrammarLike, **kwargs: Any
+        ) -> GuidedParsedChatCompletion[Any]: ...
+        def parse(self, **kwargs: Any) -> Any: ...
 
     class GuidedAsyncCompletions(AsyncCompletions):
         @overload  # type: ignore[override]
         async def create(
             self, *, grammar: GrammarLike, stream: Literal[False] | None = None, **kwargs: Any
         ) -> GuidedChatCompletion: ...
+        @overload
+        async def create(
+            self, *, grammar: GrammarLike, stream: Literal[True], **kwargs: Any
+        ) -> AsyncGuidedStream[ChatCompletionChunk]: ...
         @overload
         async def create(
             self, *, stream: Literal[False] | None = None, **kwargs: Any
@@ -72,6 +98,15 @@ if TYPE_CHECKING:
             self, *, stream: bool, **kwargs: Any
         ) -> ChatCompletion | AsyncStream[ChatCompletionChunk]: ...
         async def create(self, **kwargs: Any) -> Any: ...
+        @overload  # type: ignore[override]
+        async def parse(
+            self, *, response_format: type[Parsed], **kwargs: Any
+        ) -> GuidedParsedChatCompletion[Parsed]: ...
+        @overload
+        async def parse(
+            self, *, grammar: GrammarLike, **kwargs: Any
+        ) -> GuidedParsedChatCompletion[Any]: ...
+        async def parse(self, **kwargs: Any) -> Any: ...
 
     class GuidedResponse(Response):
         """The SDK's Response with the run's GuideResult."""
@@ -83,6 +118,10 @@ if TYPE_CHECKING:
         def create(
             self, *, grammar: GrammarLike, stream: Literal[False] | None = None, **kwargs: Any
         ) -> GuidedResponse: ...
+        @overload
+        def create(
+            self, *, grammar: GrammarLike, stream: Literal[True], **kwargs: Any
+        ) -> GuidedStream[ResponseStreamEvent]: ...
         @overload
         def create(self, *, stream: Literal[False] | None = None, **kwargs: Any) -> Response: ...
         @overload
@@ -100,6 +139,10 @@ if TYPE_CHECKING:
         async def create(
             self, *, grammar: GrammarLike, stream: Literal[False] | None = None, **kwargs: Any
         ) -> GuidedResponse: ...
+        @overload
+        async def create(
+            self, *, grammar: GrammarLike, stream: Literal[True], **kwargs: Any
+        ) -> AsyncGuidedStream[ResponseStreamEvent]: ...
         @overload
         async def create(
             self, *, stream: Literal[False] | None = None, **kwargs: Any
@@ -147,6 +190,10 @@ if TYPE_CHECKING:
             self, *, grammar: GrammarLike, stream: Literal[False] | None = None, **kwargs: Any
         ) -> GuidedMessage: ...
         @overload
+        def create(
+            self, *, grammar: GrammarLike, stream: Literal[True], **kwargs: Any
+        ) -> GuidedStream[RawMessageStreamEvent]: ...
+        @overload
         def create(self, *, stream: Literal[False] | None = None, **kwargs: Any) -> Message: ...
         @overload
         def create(
@@ -163,6 +210,10 @@ if TYPE_CHECKING:
         async def create(
             self, *, grammar: GrammarLike, stream: Literal[False] | None = None, **kwargs: Any
         ) -> GuidedMessage: ...
+        @overload
+        async def create(
+            self, *, grammar: GrammarLike, stream: Literal[True], **kwargs: Any
+        ) -> AsyncGuidedStream[RawMessageStreamEvent]: ...
         @overload
         async def create(
             self, *, stream: Literal[False] | None = None, **kwargs: Any

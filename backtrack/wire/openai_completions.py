@@ -8,10 +8,19 @@ from typing import Any
 
 from backtrack.trace.result import GuideResult
 from backtrack.wire.openai_chat import finish_reason, usage
-from backtrack.wire.shape import EventStream, GuidedRequest, MalformedBody, Shape, UpstreamKind
+from backtrack.wire.shape import (
+    Event,
+    EventStream,
+    GuidedRequest,
+    MalformedBody,
+    Shape,
+    UpstreamKind,
+    with_extra,
+)
 from backtrack.wire.sse import sse
 from providers import OpenAICompletionsDrafter
 from providers.base import Prompt
+from providers.tool_calls import ToolReply
 
 
 class OpenAICompletions(Shape):
@@ -29,7 +38,11 @@ class OpenAICompletions(Shape):
         return prompt
 
     def reply(
-        self, guided: GuidedRequest, result: GuideResult, extra: dict[str, Any]
+        self,
+        guided: GuidedRequest,
+        result: GuideResult,
+        extra: dict[str, Any],
+        tools: ToolReply | None = None,  # a completion takes no tools
     ) -> dict[str, Any]:
         choice = {"index": 0, "text": result.text, "finish_reason": finish_reason(result)}
         return {
@@ -43,25 +56,27 @@ class OpenAICompletions(Shape):
         }
 
     def stream(self, guided: GuidedRequest) -> EventStream:
-        return _CompletionStream(guided)
+        return _CompletionStream(guided.model)
 
 
 class _CompletionStream(EventStream):
+    done = sse("[DONE]")
+
     def _chunk(self, text: str, finish: str | None = None) -> dict[str, Any]:
         return {
             "id": f"cmpl-backtrack-{self.id}",
             "object": "text_completion",
             "created": self.created,
-            "model": self.guided.model,
+            "model": self.model,
             "choices": [{"index": 0, "text": text, "finish_reason": finish, "logprobs": None}],
         }
 
-    def start(self) -> bytes:
-        return b""
+    def start_events(self) -> list[Event]:
+        return []
 
-    def text(self, piece: str) -> bytes:
-        return sse(self._chunk(piece))
+    def text_events(self, piece: str) -> list[Event]:
+        return [Event(self._chunk(piece))]
 
-    def end(self, result: GuideResult, extra: dict[str, Any]) -> bytes:
-        last = {**self._chunk(""), "choices": [], "usage": usage(result), "backtrack": extra}
-        return sse(self._chunk("", finish_reason(result))) + sse(last) + sse("[DONE]")
+    def end_events(self, result: GuideResult, extra: dict[str, Any] | None) -> list[Event]:
+        last = with_extra({**self._chunk(""), "choices": [], "usage": usage(result)}, extra)
+        return [Event(self._chunk("", finish_reason(result))), Event(last)]

@@ -12,6 +12,7 @@ valid) with the usage and, from the server, `backtrack`.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 import uuid
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from backtrack.trace.result import GuideResult
 from backtrack.wire.shape import (
     ErrorReply,
+    Event,
     EventStream,
     GuidedRequest,
     MalformedBody,
@@ -27,14 +29,19 @@ from backtrack.wire.shape import (
     UpstreamKind,
     required_kwarg,
     take_nested_format,
+    with_extra,
     with_guide_result,
     with_partial,
 )
 from backtrack.wire.sse import sse
 from providers import OpenAIResponsesDrafter
 from providers.base import Message, Prompt, check_prompt
+from providers.tool_calls import ToolReply
 
 if TYPE_CHECKING:
+    from openai.types.responses import ResponseStreamEvent
+    from pydantic import TypeAdapter
+
     from backtrack.wire.guided_clients import GuidedResponse
 
 
@@ -59,52 +66,71 @@ class OpenAIResponses(Shape):
         return take_nested_format(fields, "text", ("json_schema", "json_object", "text"))
 
     def reply(
-        self, guided: GuidedRequest, result: GuideResult, extra: dict[str, Any]
+        self,
+        guided: GuidedRequest,
+        result: GuideResult,
+        extra: dict[str, Any],
+        tools: ToolReply | None = None,  # the Responses shape reads no tools (wire.tools)
     ) -> dict[str, Any]:
         body = response_body(guided.model, result, uuid.uuid4().hex, time.time())
         return {**body, "backtrack": extra}
 
     def stream(self, guided: GuidedRequest) -> EventStream:
-        return _ResponseStream(guided)
+        return ResponseStream(guided.model)
 
     def error_event(self, error: ErrorReply) -> bytes:
         event = {"type": "error", "code": error.code, "message": error.message}
         return sse(with_partial({**event, "param": error.param}, error), "error")
 
 
-class _ResponseStream(EventStream):
-    def __init__(self, guided: GuidedRequest) -> None:
-        super().__init__(guided)
+class ResponseStream(EventStream):
+    """A reply as the Responses API's events (the module's docstring names them), each numbered
+    in `sequence_number` and named by its type."""
+
+    def __init__(self, model: str) -> None:
+        super().__init__(model)
         self.numbers = itertools.count()
         self.sent: list[str] = []
         self.where = {"item_id": f"msg_backtrack_{self.id}", "output_index": 0, "content_index": 0}
 
-    def _event(self, kind: str, **fields: Any) -> bytes:
-        return sse({"type": kind, "sequence_number": next(self.numbers), **fields}, kind)
+    def _event(self, kind: str, **fields: Any) -> Event:
+        return Event({"type": kind, "sequence_number": next(self.numbers), **fields}, kind)
 
-    def start(self) -> bytes:
-        started = response_body(self.guided.model, None, self.id, self.created)
+    def start_events(self) -> list[Event]:
+        started = response_body(self.model, None, self.id, self.created)
         item = {**_message(self.id, None), "status": "in_progress", "content": []}
-        return (
-            self._event("response.created", response=started)
-            + self._event("response.in_progress", response=started)
-            + self._event("response.output_item.added", output_index=0, item=item)
-            + self._event("response.content_part.added", part=_output_text(""), **self.where)
-        )
+        return [
+            self._event("response.created", response=started),
+            self._event("response.in_progress", response=started),
+            self._event("response.output_item.added", output_index=0, item=item),
+            self._event("response.content_part.added", part=_output_text(""), **self.where),
+        ]
 
-    def text(self, piece: str) -> bytes:
+    def text_events(self, piece: str) -> list[Event]:
         self.sent.append(piece)
-        return self._event("response.output_text.delta", delta=piece, logprobs=[], **self.where)
+        return [self._event("response.output_text.delta", delta=piece, logprobs=[], **self.where)]
 
-    def end(self, result: GuideResult, extra: dict[str, Any]) -> bytes:
-        done = response_body(self.guided.model, result, self.id, self.created)
+    def end_events(self, result: GuideResult, extra: dict[str, Any] | None) -> list[Event]:
+        done = response_body(self.model, result, self.id, self.created)
         text = "".join(self.sent)
-        return (
-            self._event("response.output_text.done", text=text, logprobs=[], **self.where)
-            + self._event("response.content_part.done", part=_output_text(text), **self.where)
-            + self._event("response.output_item.done", output_index=0, item=done["output"][0])
-            + self._event(f"response.{done['status']}", response=done, backtrack=extra)
-        )
+        return [
+            self._event("response.output_text.done", text=text, logprobs=[], **self.where),
+            self._event("response.content_part.done", part=_output_text(text), **self.where),
+            self._event("response.output_item.done", output_index=0, item=done["output"][0]),
+            self._event(f"response.{done['status']}", **with_extra({"response": done}, extra)),
+        ]
+
+    def sdk(self, event: Event) -> ResponseStreamEvent:
+        return _sdk_events().validate_python(event.data)
+
+
+@functools.cache
+def _sdk_events() -> TypeAdapter[ResponseStreamEvent]:
+    """Reads a stream event's JSON as the SDK's type (made at first use: no SDK at import)."""
+    from openai.types.responses import ResponseStreamEvent
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(ResponseStreamEvent)
 
 
 def input_messages(value: Any, instructions: Any = None) -> list[Message]:
@@ -186,9 +212,9 @@ def _output_text(text: str) -> dict[str, Any]:
     return {"type": "output_text", "text": text, "annotations": []}
 
 
-def response(model: str, result: GuideResult) -> GuidedResponse:
+def response(model: str, result: GuideResult, tools: ToolReply | None = None) -> GuidedResponse:
     """`result` as the SDK's Response (a subclass carrying `guide_result`): its `output_text` is
-    the guided text."""
+    the guided text (`tools` is always None: the Responses shape reads no tools)."""
     from openai.types.responses import Response
 
     body = response_body(model, result, uuid.uuid4().hex, time.time())

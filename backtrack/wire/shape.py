@@ -10,7 +10,8 @@ and errors written. Each shape is a subclass in its own module:
 A JSON body (`backtrack serve`) is read by `Shape.read_body`; a create() call's kwargs (`wrap`) by
 `read_kwargs` in openai_chat, openai_responses and anthropic_messages, which also write the SDK's
 reply objects. A shape's own structured-output field (Responses' `text.format`, Anthropic's
-`output_format`) is read by `Shape.take_format` for both (`guided_by_format` for wrap).
+`output_format`) is read by `Shape.take_format` for both (`asks_for_grammar` for wrap), and so
+are strict tools (`Shape.guided_tool`).
 Every guided reply a server writes carries a `backtrack` object (`summary`); a stream carries it
 on its last event.
 """
@@ -23,7 +24,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from backtrack.trace.result import GuideResult
 from backtrack.wire.sse import sse
@@ -35,6 +36,10 @@ from providers import (
     OpenAIResponsesDrafter,
 )
 from providers.base import Message, Prompt, check_prompt
+from providers.tool_calls import ToolReply
+
+if TYPE_CHECKING:
+    from backtrack.wire.tools import GuidedTool
 
 UpstreamKind = Literal["openai", "anthropic"]
 SdkDrafter = (
@@ -116,6 +121,10 @@ class Shape:
     def prompt_from_body(self, body: dict[str, Any]) -> Prompt:
         return body_messages(body)
 
+    def guided_tool(self, body: dict[str, Any]) -> GuidedTool | None:
+        """The function whose arguments `body` guides by its tools (backtrack.wire.tools)."""
+        return None
+
     def drafter_options(self, max_tokens_param: str, extra: dict[str, Any]) -> dict[str, Any]:
         """The drafter's keywords for a body: its other fields go upstream as they came."""
         return {"extra_body": extra}
@@ -127,12 +136,24 @@ class Shape:
         MalformedBody when it is not what the shape takes."""
         return None
 
+    def take_model(self, fields: dict[str, Any]) -> tuple[Any, str] | None:
+        """A pydantic model class that a create() or parse() call gives as the shape's
+        structured-output field (chat's `response_format=Model`): (the class, the field's name),
+        the field taken out of `fields`. The grammar is then the class itself, so that the
+        result's `parsed` is an instance of it. None, `fields` untouched, where it gives none."""
+        return None
+
     # -- writing replies
 
     def reply(
-        self, guided: GuidedRequest, result: GuideResult, extra: dict[str, Any]
+        self,
+        guided: GuidedRequest,
+        result: GuideResult,
+        extra: dict[str, Any],
+        tools: ToolReply | None = None,
     ) -> dict[str, Any]:
-        """The whole reply, with `extra` as its `backtrack` object."""
+        """The whole reply, with `extra` as its `backtrack` object (and `tools`, what the reply
+        to a request with tools carried besides the guided text)."""
         raise NotImplementedError
 
     def stream(self, guided: GuidedRequest) -> EventStream:
@@ -153,23 +174,59 @@ class Shape:
         return sse(self.error_body(error))
 
 
-class EventStream:
-    """One reply as server-sent events: `start()`, `text(piece)` as pieces become final, then
-    `end(result, extra)`; chunks carry one id."""
+@dataclass(frozen=True)
+class Event:
+    """One event of a streamed reply: its JSON `data`, under the SSE event `name` where the
+    shape names its events (Anthropic's)."""
 
-    def __init__(self, guided: GuidedRequest) -> None:
-        self.guided = guided
+    data: dict[str, Any]
+    name: str | None = None
+
+
+class EventStream:
+    """One reply as events, all with one id: `start_events()`, `text_events(piece)` as pieces
+    become final, then `end_events(result, extra)`, `extra` the `backtrack` object of the last
+    event (None: none). The server sends them as server-sent events (`start()`, `text()`,
+    `end()`); wrap's streams hand them out as the SDK's own types (`sdk`)."""
+
+    # What follows the last event on the wire (OpenAI's `data: [DONE]`).
+    done: bytes = b""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
         self.id = uuid.uuid4().hex
         self.created = int(time.time())
 
-    def start(self) -> bytes:
+    def start_events(self) -> list[Event]:
         raise NotImplementedError
+
+    def text_events(self, piece: str) -> list[Event]:
+        raise NotImplementedError
+
+    def end_events(self, result: GuideResult, extra: dict[str, Any] | None) -> list[Event]:
+        raise NotImplementedError
+
+    def sdk(self, event: Event) -> Any:
+        """`event` as the SDK's object (its stream's item type)."""
+        raise NotImplementedError(f"{type(self).__name__} has no SDK stream type")
+
+    def start(self) -> bytes:
+        return _sse(self.start_events())
 
     def text(self, piece: str) -> bytes:
-        raise NotImplementedError
+        return _sse(self.text_events(piece))
 
     def end(self, result: GuideResult, extra: dict[str, Any]) -> bytes:
-        raise NotImplementedError
+        return _sse(self.end_events(result, extra)) + self.done
+
+
+def _sse(events: list[Event]) -> bytes:
+    return b"".join(sse(event.data, event.name) for event in events)
+
+
+def with_extra(data: dict[str, Any], extra: dict[str, Any] | None) -> dict[str, Any]:
+    """`data` with `extra` as its `backtrack` object, where there is one."""
+    return data if extra is None else {**data, "backtrack": extra}
 
 
 def summary(result: GuideResult, *, html: bool = False) -> dict[str, Any]:
@@ -252,22 +309,38 @@ def take_nested_format(
     return schema, f"{outer}.format"
 
 
-def guided_by_format(kwargs: dict[str, Any], shape: Shape) -> bool:
+def asks_for_grammar(kwargs: dict[str, Any], shape: Shape) -> bool:
     """Whether a create() call is guided: it gives `grammar=`, or the shape's structured-output
-    field asks for a JSON schema (`Shape.take_format`), which becomes its grammar and is taken
-    out of what goes upstream (the run enforces it). Both at once is a TypeError. A field the
-    shape cannot read goes to the SDK as it is."""
+    field asks for a JSON schema (`Shape.take_format`) or gives a pydantic model
+    (`Shape.take_model`), which becomes its grammar and is taken out of what goes upstream (the
+    run enforces it), or, with neither, strict tools guide a call's arguments
+    (`Shape.guided_tool`): the function's schema is the grammar and `guided_tool=` names it in
+    `kwargs`. A grammar and a format at once is a TypeError. A field the shape cannot read goes
+    to the SDK as it is."""
+    found = _format_grammar(kwargs, shape)
+    if found is None:
+        tool = None if "grammar" in kwargs else shape.guided_tool(kwargs)
+        if tool is not None:
+            kwargs.update(grammar=json.loads(tool.schema), guided_tool=tool.name)
+        return "grammar" in kwargs
+    grammar, field_name = found
+    if "grammar" in kwargs:
+        raise TypeError(f"give grammar= or a {field_name} schema, not both")
+    kwargs["grammar"] = grammar
+    return True
+
+
+def _format_grammar(kwargs: dict[str, Any], shape: Shape) -> tuple[Any, str] | None:
+    """The grammar that the shape's structured-output field in `kwargs` gives, taken out, and
+    the field's name; None where it gives none or cannot be read."""
+    model = shape.take_model(kwargs)
+    if model is not None:
+        return model
     try:
         found = shape.take_format(kwargs)
     except MalformedBody:
-        found = None
-    if found is None:
-        return "grammar" in kwargs
-    schema, field_name = found
-    if "grammar" in kwargs:
-        raise TypeError(f"give grammar= or a {field_name} schema, not both")
-    kwargs["grammar"] = json.loads(schema)
-    return True
+        return None
+    return None if found is None else (json.loads(found[0]), found[1])
 
 
 def with_partial(body: dict[str, Any], error: ErrorReply) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from grammars.errors import GrammarError
 from grammars.limits import SCHEMA_MAX_DEPTH, GrammarLimits, check_size, nesting_past
@@ -360,12 +360,18 @@ def check_schema(schema: Any, limits: GrammarLimits) -> None:
         raise GrammarError(endless)
 
 
+def is_pydantic_model(spec: object) -> TypeGuard[type[Any]]:
+    """Whether `spec` is a pydantic model class (read by its `model_json_schema`: pydantic is
+    not imported)."""
+    return isinstance(spec, type) and hasattr(spec, "model_json_schema")
+
+
 def read_schema(
     schema: dict[str, Any] | bool | str | type, limits: GrammarLimits
 ) -> dict[str, Any]:
     """A JSON schema as a dict, checked: from a dict, a boolean schema, a JSON string or a
     pydantic model class. GrammarError says what is wrong with it."""
-    if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
+    if is_pydantic_model(schema):
         schema = schema.model_json_schema()
     if isinstance(schema, str):
         raw = schema.encode("utf-8", "surrogatepass")

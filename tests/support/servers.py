@@ -72,6 +72,14 @@ class Reply:
     malformed_after: int | None = None
     # One JSON body even when a stream was asked for (a proxy that ignores `stream`).
     json_reply: bool = False
+    # Tool calls after the text: (id, name, arguments JSON text), the arguments streamed in
+    # chunks of `chunk_size` as the APIs do (OpenAI `delta.tool_calls`, Anthropic `tool_use`
+    # blocks of `input_json_delta`); the finish reason then says so (tool_calls, tool_use).
+    tool_calls: tuple[tuple[str, str, str], ...] = ()
+
+    def argument_pieces(self, arguments: str) -> list[str]:
+        size = max(self.chunk_size, 1)
+        return [arguments[i : i + size] for i in range(0, len(arguments), size)]
 
     def pieces(self) -> list[str]:
         size = max(self.chunk_size, 1)
@@ -88,6 +96,14 @@ class Reply:
 def text(value: str, *, chunk_size: int = 4, **options: Any) -> Reply:
     """A reply that streams `value` in chunks of `chunk_size` characters."""
     return Reply(text=value, chunk_size=chunk_size, **options)
+
+
+def tool_call(
+    name: str, arguments: str, *, id: str = "call_1", chunk_size: int = 4, **options: Any
+) -> Reply:
+    """A reply that calls `name` with `arguments` (JSON text, streamed in chunks), after the
+    `text=` given in `options` (none by default)."""
+    return Reply(tool_calls=((id, name, arguments),), chunk_size=chunk_size, **options)
 
 
 def error(
@@ -128,6 +144,11 @@ Responder = Callable[[Any], "str | Reply"]
 
 _STOP_REASONS = {"stop": "end_turn", "length": "max_tokens"}
 _RESPONSES = "/v1/responses"
+
+
+def _finish(reply: Reply, tools: str) -> str:
+    """The reply's finish reason, `tools` (the protocol's word) where it ends by calling tools."""
+    return tools if reply.tool_calls and reply.finish_reason == "stop" else reply.finish_reason
 
 
 class ClientGone(Exception):
@@ -264,12 +285,14 @@ class _Handler(Handler):
         reply: Reply,
         send: Callable[[str], None],
         error_event: Callable[[], None],
+        tool_calls: Callable[[], None] = lambda: None,
     ) -> bool:
-        """Send the text chunks; False when the stream ended there as scripted (dropped,
-        `unfinished`, or `stream_error`: `error_event()` sent, then the end), True when it goes
-        on to its proper end."""
+        """Send the text chunks, then (`tool_calls()`) the scripted calls; False when the stream
+        ended there as scripted (dropped, `unfinished`, or `stream_error`: `error_event()` sent,
+        then the end), True when it goes on to its proper end."""
         if not self._text_chunks(exchange, reply, send):
             return False
+        tool_calls()
         if reply.unfinished:
             self._end_stream()
             return False
@@ -333,10 +356,17 @@ class _Handler(Handler):
             exchange.chunks_sent = len(reply.pieces())
             prompt, completion = self._usage(exchange, reply)
             if chat:
+                message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+                if reply.tool_calls:
+                    message["content"] = reply.text or None
+                    message["tool_calls"] = [
+                        {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+                        for i, n, a in reply.tool_calls
+                    ]
                 choice: dict[str, Any] = {
                     "index": 0,
-                    "message": {"role": "assistant", "content": reply.text},
-                    "finish_reason": reply.finish_reason,
+                    "message": message,
+                    "finish_reason": _finish(reply, "tool_calls"),
                 }
             else:
                 choice = {"index": 0, "text": reply.text, "finish_reason": reply.finish_reason}
@@ -366,15 +396,30 @@ class _Handler(Handler):
             first = choice_chunk("")
             first["choices"][0]["delta"]["role"] = "assistant"
             self._event(first)
+
+        def calls() -> None:
+            for index, (call_id, name, arguments) in enumerate(reply.tool_calls):
+                start = {"index": index, "id": call_id, "type": "function"}
+                pieces = [{**start, "function": {"name": name, "arguments": ""}}]
+                pieces += [
+                    {"index": index, "function": {"arguments": piece}}
+                    for piece in reply.argument_pieces(arguments)
+                ]
+                for call in pieces:
+                    chunk = choice_chunk(None)
+                    chunk["choices"][0]["delta"]["tool_calls"] = [call]
+                    self._event(chunk)
+
         failure = {"error": {"message": "scripted stream error", "type": reply.stream_error}}
         if not self._text_to_end(
             exchange,
             reply,
             lambda piece: self._event(choice_chunk(piece)),
             lambda: self._event(failure),
+            calls,
         ):
             return
-        self._event(choice_chunk(None, reply.finish_reason))
+        self._event(choice_chunk(None, _finish(reply, "tool_calls")))
         options = body.get("stream_options") or {}
         if options.get("include_usage"):
             prompt, completion = self._usage(exchange, reply)
@@ -390,7 +435,7 @@ class _Handler(Handler):
     def _anthropic(self, exchange: Exchange, reply: Reply, streaming: bool) -> None:
         body = exchange.body if isinstance(exchange.body, dict) else {}
         model = body.get("model", "model")
-        stop_reason = _STOP_REASONS.get(reply.finish_reason, reply.finish_reason)
+        stop_reason = _STOP_REASONS.get(reply.finish_reason, _finish(reply, "tool_use"))
         message = {
             "id": "msg_1",
             "type": "message",
@@ -401,9 +446,15 @@ class _Handler(Handler):
         if not streaming:
             exchange.chunks_sent = len(reply.pieces())
             prompt, completion = self._usage(exchange, reply)
+            text_block = reply.text or not reply.tool_calls
+            content = [{"type": "text", "text": reply.text}] if text_block else []
+            content += [
+                {"type": "tool_use", "id": i, "name": n, "input": json.loads(a)}
+                for i, n, a in reply.tool_calls
+            ]
             payload = {
                 **message,
-                "content": [] if reply.no_choices else [{"type": "text", "text": reply.text}],
+                "content": [] if reply.no_choices else content,
                 "stop_reason": None if reply.no_choices else stop_reason,
                 "usage": {"input_tokens": prompt, "output_tokens": completion},
             }
@@ -422,12 +473,15 @@ class _Handler(Handler):
             self._event({"type": "message_stop"}, "message_stop")
             self._end_stream()
             return
-        block = {
-            "type": "content_block_start",
-            "index": 0,
-            "content_block": {"type": "text", "text": ""},
-        }
-        self._event(block, "content_block_start")
+        # A reply that only calls tools starts with its first tool_use block, as Claude's do.
+        first_tool = 1 if reply.text or not reply.tool_calls else 0
+        if first_tool:
+            block = {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            }
+            self._event(block, "content_block_start")
         self._event({"type": "ping"}, "ping")
 
         def delta(piece: str) -> None:
@@ -438,15 +492,30 @@ class _Handler(Handler):
             }
             self._event(event, "content_block_delta")
 
+        def calls() -> None:
+            for index, (call_id, name, arguments) in enumerate(reply.tool_calls, start=first_tool):
+                if index:
+                    stop = {"type": "content_block_stop", "index": index - 1}
+                    self._event(stop, "content_block_stop")
+                use = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
+                start = {"type": "content_block_start", "index": index, "content_block": use}
+                self._event(start, "content_block_start")
+                for piece in reply.argument_pieces(arguments):
+                    json_delta = {"type": "input_json_delta", "partial_json": piece}
+                    event = {"type": "content_block_delta", "index": index, "delta": json_delta}
+                    self._event(event, "content_block_delta")
+
         failure = {"type": reply.stream_error, "message": "scripted stream error"}
         if not self._text_to_end(
             exchange,
             reply,
             delta,
             lambda: self._event({"type": "error", "error": failure}, "error"),
+            calls,
         ):
             return
-        self._event({"type": "content_block_stop", "index": 0}, "content_block_stop")
+        last = first_tool + len(reply.tool_calls) - 1
+        self._event({"type": "content_block_stop", "index": last}, "content_block_stop")
         _, completion = self._usage(exchange, reply)
         self._event(
             {
@@ -532,6 +601,26 @@ class _Handler(Handler):
                 "total_tokens": prompt + completion,
             }
         return response
+
+
+def responses_stream_text(events: list[Any]) -> str:
+    """The text a Responses stream (the SDK's events) carries, once its events are seen to come
+    as the API sends them: opened, the text's deltas, closed, numbered from 0."""
+    kinds = [e.type for e in events]
+    assert kinds[:4] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+    ]
+    assert kinds[-4:] == [
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    return "".join(e.delta for e in events if e.type == "response.output_text.delta")
 
 
 def _output_text(text: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from backtrack import aguide, guide
+from tests.support.scripted import ScriptedAPI
 
 SCHEMA = {
     "type": "object",
@@ -63,3 +64,17 @@ def test_the_async_twin_passes_the_same_pieces() -> None:
 
     result = asyncio.run(aguide(drafter, grammar, on_text=pieces.append))
     assert "".join(pieces) == result.text == guide(lambda p, q: draft, grammar).text
+
+
+def test_an_error_in_on_text_ends_the_run_as_it_is_and_closes_the_draft() -> None:
+    """on_text is the caller's code, not the drafter's: what it raises is not retried as a
+    failed draft nor wrapped as a ProviderError, and the stream it interrupted is closed."""
+    grammar, draft = CASES["clean"]
+    api = ScriptedAPI(draft, chunk=3)
+
+    def refuse(piece: str) -> None:
+        raise KeyError(piece)
+
+    with pytest.raises(KeyError):
+        guide(api.stream, grammar, prompt="p", on_text=refuse)
+    assert api.calls == 1 and api.closed == [True]

@@ -31,7 +31,7 @@ from backtrack.serve.app import ServeConfig, ServeLimits
 from grammars import Grammar
 from providers.errors import redact
 from tests.support.serve_server import running
-from tests.support.servers import MockServer, Reply, error, text
+from tests.support.servers import MockServer, Reply, error, text, tool_call
 
 KEY = "sk-client-key-0123456789abcdef"
 MESSAGES = [{"role": "user", "content": "A cat as JSON."}]
@@ -281,6 +281,67 @@ def test_the_summary_says_what_was_left_out_and_a_limit_makes_it_an_error(
 
 
 # -- streaming ------------------------------------------------------------------------------------
+
+
+def test_a_strict_tools_arguments_are_guided_and_continued_calling_no_tool(
+    serve: Serve, openai_server: Any
+):
+    """Issue 25: a strict function's arguments are the guided text: cut short, they are continued
+    as plain text (tool_choice "none" beside the tools the server sends in extra_body), mended,
+    and answered as the call's arguments, its id and name as the upstream gave them."""
+    client = oai(serve())
+    cut = tool_call("describe", '{"name": "Felix", ', id="call_5", finish_reason="length")
+    openai_server.script(cut, text('"age": 3,}'))
+    tools = [
+        {"type": "function", "function": {"name": "describe", "parameters": SCHEMA, "strict": True}}
+    ]
+    reply = client.chat.completions.create(model="m", messages=MESSAGES, tools=tools)  # type: ignore[arg-type]
+    choice = reply.choices[0]
+    (call,) = choice.message.tool_calls or []
+    assert (call.id, call.function.name, call.function.arguments) == ("call_5", "describe", MENDED)  # type: ignore[union-attr]
+    assert choice.finish_reason == "tool_calls" and choice.message.content is None
+    assert reply.model_extra["backtrack"]["api_calls"] == 2  # type: ignore[index]
+    first, second = openai_server.bodies
+    assert first["tools"] == tools and first["stream"] is True
+    assert second["tools"] == tools and second["tool_choice"] == "none"
+    assert second["messages"][-2] == {"role": "assistant", "content": '{"name": "Felix", '}
+
+
+def test_an_anthropic_tool_use_is_guided_through_the_server(serve: Serve, openai_server: Any):
+    client = claude(serve("anthropic"))
+    openai_server.script(tool_call("describe", SLIP, id="toolu_5", text="Here."))
+    tools = [{"name": "describe", "input_schema": SCHEMA}]
+    reply = client.messages.create(model="m", max_tokens=64, messages=MESSAGES, tools=tools)  # type: ignore[arg-type]
+    assert [b.type for b in reply.content] == ["text", "tool_use"]
+    use = reply.content[1]
+    assert isinstance(use, anthropic.types.ToolUseBlock)
+    assert (use.id, use.name, use.input) == ("toolu_5", "describe", json.loads(MENDED))
+    assert reply.stop_reason == "tool_use"
+    openai_server.script(text("A cat named Felix."))
+    plain = client.messages.create(model="m", max_tokens=64, messages=MESSAGES, tools=tools)  # type: ignore[arg-type]
+    assert [(b.type, getattr(b, "text", None)) for b in plain.content] == [
+        ("text", "A cat named Felix.")
+    ]
+
+
+def test_with_a_response_format_a_reply_of_tool_calls_comes_back_as_given(
+    serve: Serve, openai_server: Any
+):
+    client = oai(serve())
+    openai_server.script(tool_call("lookup", '{"q": "Felix"}', id="call_8"))
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {}}}]
+    reply = client.chat.completions.create(
+        model="m",
+        messages=MESSAGES,
+        tools=tools,
+        response_format=JSON_SCHEMA,  # type: ignore[arg-type]
+    )
+    message = reply.choices[0].message
+    got = [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or []]  # type: ignore[union-attr]
+    assert got == [("call_8", "lookup", '{"q": "Felix"}')] and message.content is None
+    assert reply.choices[0].finish_reason == "tool_calls"
+    assert len(openai_server.bodies) == 1
+
 
 LONG = '{"name": "Felix the cat, who lives in the house by the river", "age": 3,}'
 

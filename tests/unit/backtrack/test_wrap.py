@@ -82,12 +82,6 @@ def test_several_choices_are_refused_before_any_request(openai_server: Any, open
     assert openai_server.bodies == []
 
 
-def test_grammar_with_stream_is_refused(openai_client: Any):
-    client = wrap(openai_client())
-    with pytest.raises(ValueError, match="stream"):
-        client.chat.completions.create(model="m", messages=MESSAGES, grammar="json", stream=True)
-
-
 def test_anthropic_grammar_call_returns_a_message(anthropic_server: Any, anthropic_client: Any):
     anthropic_server.script(text(ANSWER))
     client = wrap(anthropic_client())

@@ -3,7 +3,7 @@ files); it is never run. Each `assert_type` fails the check where wrap() loses t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from typing_extensions import assert_type
 
@@ -11,10 +11,11 @@ from backtrack import GuideResult, wrap
 
 if TYPE_CHECKING:
     from anthropic import Anthropic, AsyncAnthropic
-    from anthropic.types import Message
+    from anthropic.types import Message, RawMessageStreamEvent
     from openai import AsyncOpenAI, OpenAI, Stream
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
-    from openai.types.responses import Response
+    from openai.types.responses import Response, ResponseStreamEvent
+    from pydantic import BaseModel
 
     from backtrack.wire.guided_clients import (
         GuidedAnthropic,
@@ -23,8 +24,13 @@ if TYPE_CHECKING:
         GuidedChatCompletion,
         GuidedMessage,
         GuidedOpenAI,
+        GuidedParsedChatCompletion,
         GuidedResponse,
     )
+    from backtrack.wire.guided_stream import AsyncGuidedStream, GuidedStream
+
+    class Person(BaseModel):
+        name: str
 
 
 def openai(client: OpenAI) -> None:
@@ -38,11 +44,21 @@ def openai(client: OpenAI) -> None:
     assert_type(plain, ChatCompletion)
     chunks = wrapped.chat.completions.create(model="m", messages=[], stream=True)
     assert_type(chunks, Stream[ChatCompletionChunk])
+    guided = wrapped.chat.completions.create(model="m", messages=[], grammar="json", stream=True)
+    assert_type(guided, GuidedStream[ChatCompletionChunk])
+    assert_type(guided.guide_result, GuideResult | None)
+    parsed = wrapped.chat.completions.parse(model="m", messages=[], response_format=Person)
+    assert_type(parsed, GuidedParsedChatCompletion[Person])
+    assert_type(parsed.choices[0].message.parsed, Person | None)
+    by_grammar = wrapped.chat.completions.parse(model="m", messages=[], grammar="json")
+    assert_type(by_grammar, GuidedParsedChatCompletion[Any])
     assert_type(wrapped.api_key, str)  # the rest of the client is the SDK's
     answer = wrapped.responses.create(model="m", input="hi", grammar="json")
     assert_type(answer, GuidedResponse)
     assert_type(answer.output_text, str)
     assert_type(wrapped.responses.create(model="m", input="hi"), Response)
+    events = wrapped.responses.create(model="m", input="hi", grammar="json", stream=True)
+    assert_type(events, GuidedStream[ResponseStreamEvent])
 
 
 async def async_openai(client: AsyncOpenAI) -> None:
@@ -54,6 +70,12 @@ async def async_openai(client: AsyncOpenAI) -> None:
     assert_type(plain, ChatCompletion)
     answer = await wrapped.responses.create(model="m", input="hi", grammar="json")
     assert_type(answer, GuidedResponse)
+    chunks = await wrapped.chat.completions.create(
+        model="m", messages=[], grammar="json", stream=True
+    )
+    assert_type(chunks, AsyncGuidedStream[ChatCompletionChunk])
+    parsed = await wrapped.chat.completions.parse(model="m", messages=[], response_format=Person)
+    assert_type(parsed, GuidedParsedChatCompletion[Person])
 
 
 def anthropic(client: Anthropic) -> None:
@@ -64,6 +86,10 @@ def anthropic(client: Anthropic) -> None:
     assert_type(reply.guide_result, GuideResult)
     plain = wrapped.messages.create(model="m", max_tokens=8, messages=[])
     assert_type(plain, Message)
+    events = wrapped.messages.create(
+        model="m", max_tokens=8, messages=[], grammar="json", stream=True
+    )
+    assert_type(events, GuidedStream[RawMessageStreamEvent])
 
 
 async def async_anthropic(client: AsyncAnthropic) -> None:
@@ -71,3 +97,7 @@ async def async_anthropic(client: AsyncAnthropic) -> None:
     assert_type(wrapped, GuidedAsyncAnthropic)
     reply = await wrapped.messages.create(model="m", max_tokens=8, messages=[], grammar="json")
     assert_type(reply, GuidedMessage)
+    events = await wrapped.messages.create(
+        model="m", max_tokens=8, messages=[], grammar="json", stream=True
+    )
+    assert_type(events, AsyncGuidedStream[RawMessageStreamEvent])
