@@ -48,16 +48,26 @@ class CorrectionRound:
     `completes` the text (the run's budget is spent), else a correction up to the next terminal,
     after which the last cut draft's rest (`hand_back`, shared with the loop) is reused."""
 
-    def __init__(self, output: Output, hand_back: HandBack, *, completes: bool, index: int) -> None:
+    def __init__(
+        self,
+        output: Output,
+        hand_back: HandBack,
+        *,
+        completes: bool,
+        index: int,
+        max_tokens: int | None = None,
+    ) -> None:
         self.output = output
         self.hand_back = hand_back
         self.completes = completes
+        self.max_tokens = max_tokens  # less than the options' budget for it, where given
         self.kind: RoundKind = "completion" if completes else "correction"
         self.index = index
 
     def call(self, grammar: Grammar, options: GuideOptions) -> TargetCall:
         until: Until = "complete" if self.completes else "terminal"
         budget = options.completion_tokens if self.completes else options.correction_tokens
+        budget = budget if self.max_tokens is None else min(budget, self.max_tokens)
         return TargetCall(self.output.text, until, budget, grammar, self.hand_back.rest)
 
     def apply(self, correction: Correction, min_reuse_chars: int) -> tuple[Round, str]:

@@ -55,7 +55,8 @@ RoundEnd = Literal[
 StopReason = Literal[
     "complete",  # complete under the grammar and the drafter ended
     "trailing_dropped",  # complete; what the drafter wrote after it was dropped
-    "target_completed",  # the correction budget ran out; the target finished the text
+    "target_completed",  # the budget ran out, or the API's reply ended just after a slip: the
+    # target finished the text
     "max_corrections",  # the budget ran out and the caller opted out of completion
     "incomplete",  # the target could not finish within its token budget
     "error",  # a provider or target error ended the run (the partial result rides on it)

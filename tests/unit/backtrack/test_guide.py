@@ -1146,3 +1146,26 @@ def test_unusable_grammar_is_refused_before_any_call() -> None:
     with pytest.raises(GrammarError):
         guide(providers.FunctionDrafter(api), "start: (", target=ScriptedTarget())
     assert api.calls == 0
+
+
+def test_a_reply_that_ended_just_after_its_slip_is_finished_by_the_target() -> None:
+    """The API's reply ended (`}`) a few characters after what the run had to change (a required
+    key it left out), and the correction did not reach them: the API has said all it means to,
+    and asked again a weak model restarts its answer (`"occupation": {"name": ...`, seen with
+    SmolLM2 through llama.cpp's server). The target finishes the text, in one API call. Before,
+    the API was asked again."""
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "job": {"type": "string"}},
+        "required": ["name", "job"],
+        "additionalProperties": False,
+    }
+    api = ScriptedAPI("", drafts=['{"name": "Ann"}'])
+    result = run(api, schema, ScriptedTarget('"', 'Pilot"}'))
+    assert (result.text, result.valid, result.api_calls) == (
+        '{"name": "Ann", "job": "Pilot"}',
+        True,
+        1,
+    )
+    assert [r.kind for r in result.trace.rounds] == ["draft", "correction", "completion"]
+    assert result.stop_reason == "target_completed"
