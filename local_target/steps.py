@@ -27,9 +27,9 @@ from local_target.head import Pass
 if TYPE_CHECKING:
     import torch
 
-    from local_target.decoding import StopReason, TokenFlag
+    from local_target.decoding import StopReason
 
-_CHOOSE = -1  # _plan: the next token is a choice, not a forced one
+CHOOSE = -1  # plan(): the next token is the model's choice, not a forced one
 
 
 class Steps(Correcting):
@@ -46,27 +46,43 @@ class Steps(Correcting):
     def next_token(self, logits: torch.Tensor) -> int | None:
         """The next token, chosen from `logits` (the model's output at this position, [V])
         where the grammar leaves a choice; None once the correction has stopped."""
-        token = self._plan()
-        if token != _CHOOSE:
+        token = self.plan()
+        if token != CHOOSE:
             return token
+        token, masked = self.choice(logits)
+        if token is None:
+            self.stopped = "eos"
+            return None
+        self.take(token, masked)
+        return token
+
+    def choice(self, logits: torch.Tensor) -> tuple[int | None, bool]:
+        """(token, masked): the model's choice from `logits` where `plan()` said CHOOSE, None
+        where the model ends here; nothing changes until `take(token, masked)`. (Greedy: the
+        same for the same logits. Sampling draws from the generator each time.)"""
         (after,) = Pass.of_logits(logits.view(1, -1)).rows()
         token, masked = self._choose(after, self._closing())
         # At a complete point, a choice the grammar refuses means the model is past the end.
         if token == self.vocab.eos or (masked and not self.pending and self.matcher.is_accepting()):
-            self.stopped = "eos"
-            return None
-        self._take(token, "closing" if self._closing() else "masked" if masked else "sampled")
-        return token
+            return None, masked
+        return token, masked
+
+    def take(self, token: int, masked: bool) -> None:
+        """Write `token`, chosen where `plan()` said CHOOSE."""
+        if not self.matcher.consume_token(token):
+            raise TargetError(f"the grammar refused token {token} it had allowed")
+        self._accept(token, "closing" if self._closing() else "masked" if masked else "sampled")
+        self._ended = self._lexeme_ended()
 
     def replay(self, tokens: list[int]) -> None:
         """Walk `tokens`, written by an engine under these decisions, through them: tokens,
         flags, text and matcher as if chosen here. TargetError at a token the decisions do not
         allow."""
         for token in tokens:
-            planned = self._plan()
+            planned = self.plan()
             if planned is None:
                 raise TargetError(f"token {token} after the correction stopped ({self.stopped})")
-            if planned != _CHOOSE:
+            if planned != CHOOSE:
                 if token != planned:
                     raise TargetError(f"token {token} where the grammar forces {planned}")
                 continue
@@ -74,23 +90,24 @@ class Steps(Correcting):
             allowed = healing_allows(piece, self.pending, token == self.vocab.eos)
             if not allowed or self.matcher.validate_tokens([token]) != 1:
                 raise TargetError(f"token {token} is one the grammar or token healing refuses")
-            self._take(token, "closing" if self._closing() else "sampled")
+            self.take(token, masked=False)
 
     def stop_reason(self) -> StopReason:
         """Why the correction stopped after the tokens replayed: as the decisions say, or "eos"
         where they would go on (the engine's model ended)."""
-        if self._forced or self._plan() is not None:
+        if self._forced or self.plan() is not None:
             self.stopped = "eos"
-        assert self.stopped is not None  # _plan sets it where it returns None
+        assert self.stopped is not None  # plan() sets it where it returns None
         return self.stopped
 
     def written(self) -> Written:
         """What the replayed tokens wrote, and why the correction stopped after them."""
         return self._written(self.stop_reason())
 
-    def _plan(self) -> int | None:
-        """The next forced token; _CHOOSE where the model chooses; None where the correction
-        stops (`stopped` says why). The checks and their order are Correcting's loop's."""
+    def plan(self) -> int | None:
+        """The next forced token; CHOOSE where the model chooses (`choice`, then `take`); None
+        where the correction stops (`stopped` says why). The checks and their order are
+        Correcting's loop's. Asked again before `take`, it says CHOOSE again."""
         if self.stopped is not None:
             return None
         if self._forced:
@@ -105,10 +122,10 @@ class Steps(Correcting):
         if self.stopped is not None:
             return None
         if self.pending:
-            return _CHOOSE
+            return CHOOSE
         forced = self.matcher.compute_ff_tokens()
         if not forced:
-            return _CHOOSE
+            return CHOOSE
         forced = forced[: max(1, self.max_tokens - len(self.tokens))]
         self.matcher.consume_tokens(forced)
         for token in forced:
@@ -116,9 +133,3 @@ class Steps(Correcting):
         self._ended = self._lexeme_ended()
         self._forced = tuple(forced[1:])
         return int(forced[0])
-
-    def _take(self, token: int, flag: TokenFlag) -> None:
-        if not self.matcher.consume_token(token):
-            raise TargetError(f"the grammar refused token {token} it had allowed")
-        self._accept(token, flag)
-        self._ended = self._lexeme_ended()

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, NamedTuple
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import llguidance
 import torch
@@ -28,7 +29,7 @@ from vllm.v1.sample.logits_processor import (  # type: ignore[import-not-found,u
     MoveDirectionality,
 )
 
-from local_target.steps import Steps
+from local_target.steps import CHOOSE, Steps
 from local_target.vllm_request import CorrectionArgs
 from local_target.vocab import Vocabulary
 
@@ -40,13 +41,16 @@ logger = logging.getLogger(__name__)
 _GRAMMARS = 64  # compiled grammars kept, the least recently used dropped first
 
 
-class _Request(NamedTuple):
-    """A correction in the batch: its decisions, the tokens decided so far (EOS once stopped),
-    and the list vLLM appends the written tokens to."""
+@dataclass
+class _Request:
+    """A correction in the batch: its decisions, the list vLLM appends its written tokens to, and
+    the decision made at each position: the token, and for the model's choice whether it was
+    masked (None for a forced token or a stop, which the decisions have taken already)."""
 
-    steps: Steps | None  # None: the request could not start (logged); it ends at once
-    decided: list[int]
+    steps: Steps | None  # None: the request could not start, or failed (logged); it ends
     written: list[int]
+    decided: list[tuple[int, bool | None]] = field(default_factory=list)
+    taken: int = 0  # how many of `written` the decisions have taken
 
 
 class CorrectionProcessor(LogitsProcessor):  # type: ignore[misc,unused-ignore]
@@ -95,14 +99,48 @@ class CorrectionProcessor(LogitsProcessor):  # type: ignore[misc,unused-ignore]
         return logits
 
     def _decide(self, request: _Request, logits: torch.Tensor) -> int:
-        """The token at the request's next position: decided once, the same when asked again
-        (a step whose token vLLM did not keep)."""
+        """The token at the request's next position. vLLM also runs the processor on steps
+        whose token it then discards (a prompt prefilled in chunks): a choice is taken into the
+        decisions only once vLLM has written its token, and made again from the next step's
+        logits where it was discarded. Forced tokens and stops do not depend on the logits:
+        they are decided once."""
         at = len(request.written)
-        if at < len(request.decided):
-            return request.decided[at]
-        token = None if request.steps is None else request.steps.next_token(logits.float())
-        request.decided.append(self.vocab.eos if token is None else token)
-        return request.decided[-1]
+        try:
+            self._take_written(request, at)
+            if at < len(request.decided) and request.decided[at][1] is None:
+                return request.decided[at][0]
+            del request.decided[at:]
+            request.decided.append(self._choose(request.steps, logits))
+        except Exception as exc:  # the engine must go on: this correction ends here
+            logger.warning("backtrack correction failed: %s", exc)
+            request.steps = None
+            request.decided[at:] = [(self.vocab.eos, None)]
+        return request.decided[at][0]
+
+    @staticmethod
+    def _take_written(request: _Request, at: int) -> None:
+        """Take the choices vLLM has written since the last step into the decisions."""
+        if request.steps is not None:
+            for token, (_, masked) in zip(
+                request.written[request.taken : at],
+                request.decided[request.taken : at],
+                strict=True,
+            ):
+                if masked is not None:
+                    request.steps.take(token, masked)
+        request.taken = at
+
+    def _choose(self, steps: Steps | None, logits: torch.Tensor) -> tuple[int, bool | None]:
+        """(token, masked) at a position not decided yet: masked is None for a forced token or a
+        stop by the rules (EOS), which do not depend on the logits; the model's own end (EOS)
+        is a choice like any other."""
+        planned = None if steps is None else steps.plan()
+        if steps is None or planned is None:
+            return self.vocab.eos, None
+        if planned != CHOOSE:
+            return planned, None
+        token, masked = steps.choice(logits.float())
+        return (self.vocab.eos if token is None else token), masked
 
     def _start(
         self, args: CorrectionArgs, prompt_ids: list[int] | None, written: list[int]
@@ -115,8 +153,8 @@ class CorrectionProcessor(LogitsProcessor):  # type: ignore[misc,unused-ignore]
             steps.replay(list(written))
         except Exception as exc:  # the engine must go on: this request ends at once
             logger.warning("backtrack correction refused: %s", exc)
-            return _Request(None, list(written), written)
-        return _Request(steps, list(written), written)
+            steps = None
+        return _Request(steps, written, [(token, None) for token in written], len(written))
 
     def _matcher(self, args: CorrectionArgs) -> llguidance.LLMatcher:
         """A fresh matcher at the start of the request's grammar."""

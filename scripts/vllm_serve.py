@@ -1,6 +1,6 @@
 """Start a vLLM server with backtrack's logits processor on 127.0.0.1 (local_target.vllm_target).
 
-    python scripts/vllm_serve.py [--python VLLM_PYTHON] [--port 8471] [--model FOLDER]
+    python scripts/vllm_serve.py [--python PY] [--port 8471] [--model FOLDER] [-- VLLM ARGS]
 
 vLLM lives in its own environment (its pins differ from ours): `--python` is that environment's
 interpreter (default: $BACKTRACK_VLLM_PYTHON). On a CPU: `python3 -m venv ENV && ENV/bin/pip
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PROCESSOR = "local_target.vllm_processor:CorrectionProcessor"
 
 
-def command(python: str, model: str, port: int, served_name: str) -> list[str]:
+def command(python: str, model: str, port: int, served_name: str, extra: list[str]) -> list[str]:
     """The command line that starts vLLM's OpenAI-compatible server with the processor."""
     return [
         python,
@@ -45,6 +45,7 @@ def command(python: str, model: str, port: int, served_name: str) -> list[str]:
         "2048",
         "--logits-processors",
         PROCESSOR,
+        *extra,
     ]
 
 
@@ -62,6 +63,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8471)
     parser.add_argument("--model", help="a transformers folder (default: the SmolLM2 copy)")
     parser.add_argument("--served-model-name", default="smollm2")
+    parser.add_argument("vllm_args", nargs=argparse.REMAINDER, help="after --: more for vLLM")
     args = parser.parse_args()
     if not args.python:
         sys.exit("name vLLM's Python: --python or BACKTRACK_VLLM_PYTHON")
@@ -71,7 +73,8 @@ def main() -> None:
         from local_target.loading import converted_smollm2
 
         model = str(converted_smollm2(print))
-    argv = command(args.python, model, args.port, args.served_model_name)
+    extra = args.vllm_args[1:] if args.vllm_args[:1] == ["--"] else args.vllm_args
+    argv = command(args.python, model, args.port, args.served_model_name, extra)
     os.execve(argv[0], argv, environment())
 
 

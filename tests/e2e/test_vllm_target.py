@@ -11,6 +11,7 @@ BACKTRACK_VLLM_PYTHON naming another).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -99,6 +100,26 @@ def test_a_session_corrects_twice_from_one_prompt(
     for text in ('{"name": "Zo', '{"name": "Zoë", "tags": ['):
         got = session.correct(text, grammar, max_tokens=12)
         assert got.tokens == local.correct(text, grammar, max_tokens=12).tokens
+
+
+def test_concurrent_corrections_each_get_their_own_tokens(
+    smollm2: LocalTarget, vllm_target: VllmTarget
+) -> None:
+    # vLLM batches them: one forward pass, one logits processor, eight grammars' states.
+    jobs = [
+        (name, DOCUMENTS[name][: cut_points(smollm2, DOCUMENTS[name], "char", seed)])
+        for name in DOCUMENTS
+        for seed in (2, 3)
+    ][:8]
+
+    def correct(target: LocalTarget | VllmTarget, name: str, text: str) -> tuple[int, ...]:
+        session = target.session(PROMPTS[name])
+        return session.correct(text, Grammar.load(name), max_tokens=12).tokens
+
+    want = [correct(smollm2, name, text) for name, text in jobs]
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        got = list(pool.map(lambda job: correct(vllm_target, *job), jobs))
+    assert got == want
 
 
 def test_text_the_grammar_refuses_is_refused_before_any_request(vllm_target: VllmTarget) -> None:

@@ -24,6 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_PYTHON = "/work/vllm-env/bin/python"
 STARTUP_SECONDS = 300  # 55 s seen on 2 busy cores, eager
+# Prompts are prefilled in chunks of 32 tokens: vLLM then runs the logits processor on steps whose
+# token it discards, which the processor must not take for written.
+CHUNKED = ["--max-num-batched-tokens", "32", "--max-num-seqs", "16"]
 
 
 class Unavailable(Exception):
@@ -67,7 +70,7 @@ def vllm_server(python: str) -> Iterator[str]:
     log = tempfile.NamedTemporaryFile(prefix="vllm-", suffix=".log", delete=False)  # noqa: SIM115
     script = str(ROOT / "scripts" / "vllm_serve.py")
     process = subprocess.Popen(
-        [sys.executable, script, "--python", python, "--port", str(port)],
+        [sys.executable, script, "--python", python, "--port", str(port), "--", *CHUNKED],
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,

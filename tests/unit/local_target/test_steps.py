@@ -3,7 +3,7 @@ decides it, makes the local target's choices; and its replay of an engine's toke
 the local target's flags and stop reason.
 
 The engine here is the plainest one: a forward pass without a cache over the whole sequence for
-every token, its logits handed to `Steps.next_token`. Tiny random-weight models on real
+every token, its logits handed to the decisions. Tiny random-weight models on real
 tokenizers; one of them biased towards closing JSON, so that completions end.
 """
 
@@ -13,13 +13,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import torch
 
 import tests.support.tokenizer_fixtures as tf
 from grammars.grammar import Grammar
 from local_target import Correction, LocalTarget, Sampling
 from local_target.decoding import Until
 from local_target.errors import TargetError
-from local_target.steps import Steps
+from local_target.steps import CHOOSE, Steps
 from local_target.vllm_request import CorrectionArgs
 from tests.support.local_targets import TARGETS, by_bytes, fresh_logits, real_tokenizer
 
@@ -28,6 +29,14 @@ pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
 PROMPT = "Write a JSON document:"
 JSON = Grammar.load("json")
 KEYS3 = Grammar.load("json_keys", n=3)
+# Forces `, "age": ` after the name, which ends a lexeme: a "terminal" correction stops after it.
+FORCED = Grammar.from_lark(
+    r"""
+start: "{\"name\": " STRING ", \"age\": " NUMBER "}"
+STRING: /"[a-z]*"/
+NUMBER: /[0-9]+/
+"""
+)
 # (grammar, committed text, until, max_tokens): mid-token, mid-string, after a key, empty, emoji.
 CASES = [
     (JSON, '{"name": "Zo', "terminal", 10),
@@ -36,8 +45,19 @@ CASES = [
     (KEYS3, "", "complete", 60),
     (KEYS3, '{"city": "東', "terminal", 10),
     (KEYS3, '{"a": "b", "c', "complete", 12),
+    (FORCED, '{"name": "al"', "terminal", 10),
+    (FORCED, '{"name": "al"', "complete", 10),
 ]
-CASE_IDS = ["json-mid-token", "json-number", "json-emoji-3", "keys-empty", "keys-cjk", "keys-tight"]
+CASE_IDS = [
+    "json-mid-token",
+    "json-number",
+    "json-emoji-3",
+    "keys-empty",
+    "keys-cjk",
+    "keys-tight",
+    "forced-terminal",
+    "forced-complete",
+]
 
 
 @pytest.fixture(scope="module")
@@ -79,17 +99,6 @@ def args_for(
     return args, text_ids
 
 
-def engine(
-    target: LocalTarget, args: CorrectionArgs, text_ids: list[int], grammar: Grammar
-) -> Steps:
-    """Run the correction as an engine runs it: a forward pass per token, `next_token` choosing."""
-    steps = args.steps(target.vocab, grammar.matcher(target.vocab.ll), text_ids)
-    sequence = [*target.prompt_ids(PROMPT), *text_ids]
-    while (token := steps.next_token(fresh_logits(target, sequence))) is not None:
-        sequence.append(token)
-    return steps
-
-
 def local(
     target: LocalTarget, text: str, grammar: Grammar, until: Until, n: int, seed: int
 ) -> Correction:
@@ -99,6 +108,18 @@ def local(
     )
 
 
+def started(
+    target: LocalTarget, case: tuple[Grammar, str, Until, int], seed: int
+) -> tuple[Correction, Steps, list[int]]:
+    """The local target's correction for `case`; the same correction's decisions as the vLLM
+    client starts them; and the sequence an engine starts from (the prompt, the text sent)."""
+    grammar, text, until, n = case
+    want = local(target, text, grammar, until, n, seed)
+    args, text_ids = args_for(target, text, grammar, until, n, seed)
+    steps = args.steps(target.vocab, grammar.matcher(target.vocab.ll), text_ids)
+    return want, steps, [*target.prompt_ids(PROMPT), *text_ids]
+
+
 @pytest.mark.parametrize("seed", [-1, 3], ids=["greedy", "sampled"])
 @pytest.mark.parametrize("closing", [False, True], ids=["plain", "closing"])
 @pytest.mark.parametrize("name", ["smollm2", "gpt2"])
@@ -106,13 +127,38 @@ def local(
 def test_steps_choose_the_local_targets_tokens(
     targets: Any, name: str, closing: bool, seed: int, case: tuple[Grammar, str, Until, int]
 ) -> None:
-    grammar, text, until, n = case
+    # The plainest engine: a forward pass without a cache for every token.
     target = targets(name, closing)
-    want = local(target, text, grammar, until, n, seed)
-    args, text_ids = args_for(target, text, grammar, until, n, seed)
-    got = engine(target, args, text_ids, grammar).written()
+    want, steps, sequence = started(target, case, seed)
+    while (token := steps.next_token(fresh_logits(target, sequence))) is not None:
+        sequence.append(token)
+    got = steps.written()
     assert (got.tokens, got.flags, got.stop_reason) == (want.tokens, want.flags, want.stop_reason)
     assert got.text == want.text and got.runs == want.runs
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_a_choice_changes_nothing_until_it_is_taken(
+    targets: Any, case: tuple[Grammar, str, Until, int]
+) -> None:
+    # As vLLM's processor sees it: a step whose token is discarded (a prompt prefilled in chunks)
+    # brings other logits first; the choice is made again from the next step's.
+    target = targets("smollm2", True)
+    want, steps, sequence = started(target, case, -1)
+    noise = torch.Generator().manual_seed(0)
+    while (planned := steps.plan()) is not None:
+        if planned == CHOOSE:
+            steps.choice(torch.randn(target.vocab.n_logits, generator=noise) * 10)
+            assert steps.plan() == CHOOSE
+            token, masked = steps.choice(fresh_logits(target, sequence))
+            if token is None:
+                steps.stopped = "eos"
+                break
+            steps.take(token, masked)
+            planned = token
+        sequence.append(planned)
+    got = steps.written()
+    assert (got.tokens, got.flags, got.stop_reason) == (want.tokens, want.flags, want.stop_reason)
 
 
 @pytest.mark.parametrize("closing", [False, True], ids=["plain", "closing"])
@@ -120,11 +166,8 @@ def test_steps_choose_the_local_targets_tokens(
 def test_replay_gives_back_flags_and_stop_reason(
     targets: Any, closing: bool, case: tuple[Grammar, str, Until, int]
 ) -> None:
-    grammar, text, until, n = case
     target = targets("smollm2", closing)
-    want = local(target, text, grammar, until, n, -1)
-    args, text_ids = args_for(target, text, grammar, until, n, -1)
-    steps = args.steps(target.vocab, grammar.matcher(target.vocab.ll), text_ids)
+    want, steps, _ = started(target, case, -1)
     steps.replay(list(want.tokens))
     got = steps.written()
     # Whether the model's first choice was refused is known only beside the logits.
