@@ -156,7 +156,9 @@ class Correcting:
 
     def write(self, seq: TokenSequence, cancel: threading.Event | None = None) -> Written:
         """Choose tokens, feeding each to `seq`, until a stop rule says to stop."""
-        stop = self._run(seq, cancel)
+        return self._written(self._run(seq, cancel))
+
+    def _written(self, stop: StopReason) -> Written:
         return Written(
             text=bytes(self.new).decode("utf-8"),
             tokens=tuple(self.tokens),

@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
@@ -28,14 +28,13 @@ from local_target.head import Next, OutputHead, Pass
 from local_target.kv_cache import CacheApi
 from local_target.loading import converted_smollm2, load_pretrained, pick_device
 from local_target.model import common_prefix
+from local_target.prompt import Prompt, prompt_ids
 from local_target.sampling import Sampling
 from local_target.session import TargetSession
 from local_target.vocab import Vocabulary
 
 if TYPE_CHECKING:
     from grammars.grammar import Grammar
-
-Prompt = str | Sequence[dict[str, Any]]
 
 logger = logging.getLogger(__name__)
 
@@ -100,22 +99,8 @@ class LocalTarget:
     # -- prompts --------------------------------------------------------------------------------
 
     def prompt_ids(self, prompt: Prompt) -> list[int]:
-        """Token ids of `prompt`: through the chat template when the tokenizer has one (a str is
-        then one user message), else the plain text (messages joined)."""
-        tok = self.tokenizer
-        if getattr(tok, "chat_template", None):
-            messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
-            text = tok.apply_chat_template(
-                list(messages), add_generation_prompt=True, tokenize=False
-            )
-            ids: list[int] = tok(text, add_special_tokens=False)["input_ids"]
-            return ids
-        if not isinstance(prompt, str):
-            prompt = "\n".join(str(m.get("content", "")) for m in prompt)
-        ids = tok(prompt)["input_ids"]
-        if not ids:
-            ids = [tok.bos_token_id if tok.bos_token_id is not None else self.vocab.eos]
-        return ids
+        """Token ids of `prompt` (local_target.prompt)."""
+        return prompt_ids(self.tokenizer, prompt, self.vocab.eos)
 
     # -- sessions -------------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@ what they check of a session's logits."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -59,3 +60,23 @@ def assert_same_logits(session: Any) -> None:
     got = session.logits[0, -1].float()
     want = fresh_logits(session.target, session.ids)
     assert torch.allclose(got, want, atol=1e-4), (got - want).abs().max().item()
+
+
+def cut_points(target: LocalTarget, doc: str, kind: str, seed: int) -> int:
+    """A character offset into `doc`: anywhere ("char"), or strictly inside a token of the doc's
+    canonical tokenization that spans several characters ("in-token")."""
+    rng = random.Random(seed)
+    if kind == "char":
+        return rng.randrange(1, len(doc))
+    starts = {0}  # byte offsets where characters start
+    for ch in doc[:-1]:
+        starts.add(max(starts) + len(ch.encode("utf-8")))
+    inside: list[int] = []
+    offset = 0
+    for token in target.vocab.encode(doc):
+        end = offset + len(target.vocab.token_bytes[token])
+        inside.extend(b for b in range(offset + 1, end) if b in starts)
+        offset = end
+    assert inside, "no token spans two characters"
+    byte_cut = rng.choice(sorted(inside))
+    return len(doc.encode("utf-8")[:byte_cut].decode("utf-8"))

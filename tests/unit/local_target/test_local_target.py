@@ -34,6 +34,7 @@ from tests.support.local_targets import (
     TARGETS,
     assert_same_logits,
     by_bytes,
+    cut_points,
     fresh_logits,
     real_tokenizer,
 )
@@ -112,26 +113,6 @@ def closing_target(tokenizer: Callable[[str], Any]) -> Callable[[str], LocalTarg
         return cache[name]
 
     return get
-
-
-def cut_points(target: LocalTarget, doc: str, kind: str, seed: int) -> int:
-    """A character offset into `doc`: anywhere ("char"), or strictly inside a token of the doc's
-    canonical tokenization that spans several characters ("in-token")."""
-    rng = random.Random(seed)
-    if kind == "char":
-        return rng.randrange(1, len(doc))
-    starts = {0}  # byte offsets where characters start
-    for ch in doc[:-1]:
-        starts.add(max(starts) + len(ch.encode("utf-8")))
-    inside: list[int] = []
-    offset = 0
-    for token in target.vocab.encode(doc):
-        end = offset + len(target.vocab.token_bytes[token])
-        inside.extend(b for b in range(offset + 1, end) if b in starts)
-        offset = end
-    assert inside, "no token spans two characters"
-    byte_cut = rng.choice(sorted(inside))
-    return len(doc.encode("utf-8")[:byte_cut].decode("utf-8"))
 
 
 def assert_sound(target: LocalTarget, grammar: Grammar, text: str, c: Any) -> None:

@@ -1,0 +1,103 @@
+"""A correction as one vLLM request: what the client sends in `vllm_xargs`, and what the logits
+processor (local_target.vllm_processor) reads back from it.
+
+The request's prompt is the chat prompt's token ids, then the committed text's canonical tokens
+but the last one, which is backed off to be healed (`heal`, -1 without healing); `text_tokens`
+says how many of the prompt's ids are text. Both sides start the correction's decisions
+(local_target.steps) the same way, from the same arguments: `CorrectionArgs.steps`.
+
+Imports only llguidance and local_target's decoding modules: it loads in vLLM's environment too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from local_target.decoding import DEFAULT_POLICY
+from local_target.errors import TargetError
+from local_target.sampling import Sampling
+from local_target.steps import Steps
+
+if TYPE_CHECKING:
+    import llguidance
+
+    from local_target.decoding import Until
+    from local_target.vocab import Vocabulary
+
+_PREFIX = "backtrack_"
+
+
+@dataclass(frozen=True)
+class CorrectionArgs:
+    """One correction's arguments: the grammar (llguidance's serialized form) and its parser's
+    row limit, the committed text's tokens in the prompt and the one healed, when to stop, and
+    how to choose (the default DecodingPolicy; greedy unless `temperature` > 0)."""
+
+    grammar: str
+    grammar_items: int
+    text_tokens: int
+    heal: int
+    until: Until
+    max_tokens: int
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int = -1
+
+    def xargs(self) -> dict[str, str | int | float]:
+        """The arguments as vLLM's `vllm_xargs` take them (flat, scalar)."""
+        return {_PREFIX + name: value for name, value in vars(self).items()}
+
+    @classmethod
+    def of(cls, extra: dict[str, Any]) -> CorrectionArgs:
+        """The arguments in a request's `extra_args`; ValueError naming a missing or bad one."""
+        values: dict[str, Any] = {}
+        for name, kind in _KINDS.items():
+            value = extra.get(_PREFIX + name, _DEFAULTS.get(name))
+            if value is None:
+                raise ValueError(f"vllm_xargs lacks {_PREFIX + name}")
+            if name == "until" and value not in ("terminal", "complete"):
+                kind = int
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise ValueError(f"vllm_xargs {_PREFIX + name} must be {kind.__name__}: {value!r}")
+            values[name] = value
+        args = cls(**values)
+        if args.max_tokens < 1 or args.text_tokens < 0 or args.grammar_items < 1:
+            raise ValueError("vllm_xargs: max_tokens and grammar_items >= 1, text_tokens >= 0")
+        return args
+
+    def steps(self, vocab: Vocabulary, matcher: llguidance.LLMatcher, text_ids: list[int]) -> Steps:
+        """The correction's decisions after `text_ids` (the committed text's tokens but the healed
+        one), `matcher` fresh at the grammar's start. TargetError where the text does not fit."""
+        if not matcher.consume_tokens(text_ids):
+            error = matcher.get_error().split("\n", 1)[0]
+            raise TargetError(f"the committed text does not match the grammar: {error}")
+        pending = b""
+        if self.heal >= 0:
+            if matcher.validate_tokens([self.heal]) != 1:
+                raise TargetError("the committed text does not match the grammar at its last token")
+            pending = vocab.token_bytes[self.heal]
+        sampling = Sampling(self.temperature, self.top_p, None if self.seed < 0 else self.seed)
+        return Steps(
+            vocab,
+            matcher,
+            pending,
+            max_tokens=self.max_tokens,
+            until=self.until,
+            sampling=sampling,
+            policy=DEFAULT_POLICY,
+        )
+
+
+_KINDS: dict[str, type] = {
+    "grammar": str,
+    "grammar_items": int,
+    "text_tokens": int,
+    "heal": int,
+    "until": str,
+    "max_tokens": int,
+    "temperature": float,
+    "top_p": float,
+    "seed": int,
+}
+_DEFAULTS: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "seed": -1}

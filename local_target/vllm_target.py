@@ -1,0 +1,155 @@
+"""VllmTarget: corrections written by a vLLM server that runs backtrack's logits processor.
+
+The server (scripts/vllm_serve.py) holds the model; this side holds only its tokenizer. A
+correction is one completion request (local_target.vllm_request): the prompt's ids and the
+committed text's tokens, the grammar, when to stop. The processor chooses every token as the local
+target's decoding does; this side walks the tokens it gets back through the same decisions
+(local_target.steps), which checks them and gives each its flag, the text, and the stop reason.
+vLLM's prefix caching keeps what corrections of one request share, in place of the local target's
+KV rollback, and its batching runs the corrections of concurrent requests together.
+
+Sessions have the local target's `correct`; what they lack is said where it is asked for.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from local_target.correction import Correction
+from local_target.decoding import Until
+from local_target.errors import TargetError
+from local_target.prompt import Prompt, prompt_ids
+from local_target.sampling import Sampling
+from local_target.vllm_request import CorrectionArgs
+from local_target.vocab import Vocabulary
+
+if TYPE_CHECKING:
+    from grammars.grammar import Grammar
+    from local_target.steps import Steps
+
+logger = logging.getLogger(__name__)
+
+# Tokens the server may write past `max_tokens`: a correction goes on to finish a character or
+# the healed token, and ends with EOS.
+_SLACK = 16
+
+
+class VllmTarget:
+    """A vLLM server at `base_url` (its OpenAI-compatible root, ending in /v1) serving the model
+    whose tokenizer is in `tokenizer_folder`, with backtrack's logits processor loaded."""
+
+    def __init__(
+        self, base_url: str, tokenizer_folder: str | Path, *, model: str | None = None
+    ) -> None:
+        from openai import OpenAI
+        from transformers import AutoConfig, AutoTokenizer
+
+        self.tokenizer = AutoTokenizer.from_pretrained(tokenizer_folder)
+        n_logits = int(AutoConfig.from_pretrained(tokenizer_folder).vocab_size)
+        self.vocab = Vocabulary(self.tokenizer, n_logits)
+        self.client = OpenAI(base_url=base_url, api_key="unused", max_retries=0, timeout=600)
+        self.model = model or self.client.models.list().data[0].id
+
+    def session(self, prompt: Prompt) -> VllmSession:
+        return VllmSession(self, prompt_ids(self.tokenizer, prompt, self.vocab.eos))
+
+
+class VllmSession:
+    """One request's prompt on a VllmTarget. The server keeps no state between calls but its
+    prefix cache."""
+
+    def __init__(self, target: VllmTarget, prompt_ids: list[int]) -> None:
+        self.target = target
+        self.prompt_ids = prompt_ids
+
+    def correct(
+        self,
+        text: str,
+        grammar: Grammar,
+        *,
+        max_tokens: int = 32,
+        until: Until = "terminal",
+        sampling: Sampling | None = None,
+        heal: bool = True,
+        cancel: threading.Event | None = None,
+        hint: str = "",
+    ) -> Correction:
+        """TargetSession.correct on the server, with the default DecodingPolicy. `hint` only
+        speeds the local target up, so it is not sent; `cancel` is checked before the request."""
+        del hint  # the same tokens without it
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        if cancel is not None and cancel.is_set():
+            raise TargetError("cancelled before the request; nothing was sent")
+        start = time.perf_counter()
+        vocab = self.target.vocab
+        text_ids = vocab.encode(text)
+        heal_id = text_ids.pop() if heal and text_ids else -1
+        sampling = sampling or Sampling()
+        args = CorrectionArgs(
+            grammar=grammar.ll_grammar,
+            grammar_items=grammar.limits.row_items + len(grammar.ll_grammar),
+            text_tokens=len(text_ids),
+            heal=heal_id,
+            until=until,
+            max_tokens=max_tokens,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            seed=-1 if sampling.seed is None else sampling.seed,
+        )
+        steps = args.steps(vocab, grammar.matcher(vocab.ll), text_ids)  # checks the text first
+        steps.replay(self._complete([*self.prompt_ids, *text_ids], args))
+        return _correction(steps, time.perf_counter() - start)
+
+    def _complete(self, ids: list[int], args: CorrectionArgs) -> list[int]:
+        """The tokens the server wrote after `ids`, its closing EOS left off."""
+        from openai import OpenAIError
+
+        target = self.target
+        try:
+            response = target.client.completions.create(
+                model=target.model,
+                prompt=ids,
+                max_tokens=args.max_tokens + _SLACK,
+                temperature=0.0,
+                extra_body={"vllm_xargs": args.xargs(), "return_token_ids": True},
+            )
+        except OpenAIError as exc:
+            raise TargetError(f"the vLLM server refused the correction: {exc}") from exc
+        choice = response.choices[0]
+        extra: dict[str, Any] = choice.model_extra or {}
+        tokens = list(extra.get("token_ids") or [])
+        if choice.finish_reason != "stop" or not tokens or tokens[-1] != target.vocab.eos:
+            raise TargetError(
+                f"the vLLM server ended the correction without EOS ({choice.finish_reason}):"
+                " is backtrack's logits processor loaded?"
+            )
+        return tokens[:-1]
+
+
+def _correction(steps: Steps, seconds: float) -> Correction:
+    """The correction `steps` replayed, which took `seconds`."""
+    written = steps.written()
+    logger.debug(
+        "vLLM correction: %d tokens, stop %s, %.3f s",
+        len(written.tokens),
+        written.stop_reason,
+        seconds,
+    )
+    return Correction(
+        text=written.text,
+        tokens=written.tokens,
+        flags=written.flags,
+        complete=bool(steps.matcher.is_accepting()),
+        stop_reason=written.stop_reason,
+        healed_bytes=steps.healed_bytes,
+        seconds=seconds,
+        forward_seconds=seconds,
+        mask_seconds=0.0,
+        forward_passes=len(written.tokens) + 1,
+        runs=written.runs,
+    )

