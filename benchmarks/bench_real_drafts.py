@@ -1,0 +1,188 @@
+"""Real model drafts: SmolLM2-135M-Instruct through llama.cpp's OpenAI-compatible server.
+
+    BACKTRACK_LLAMA_PYTHON=../llama-env/bin/python .venv/bin/python -m benchmarks.bench_real_drafts
+
+The drafts are a real model's (temperature 0), served by a server nobody here wrote
+(tests/support/llama_server.py says how to install it), read through the real openai SDK. Each
+task (JSON schemas, and shipped grammars) runs through guide() with the local SmolLM2 as target.
+There is no clean document to compare with: what counts is what the API's text became. For each
+task: valid; API calls; `kept` (the share of the API's answer text in the output, as the result
+reports it); local tokens; wall time; and, for schemas, values that are one of the schema's own
+key names (`"city": "occupation"`: a weak model's slip that parses). Beside it, llama.cpp's own
+constrained decoding of the same schema (`response_format`), valid or not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from openai import OpenAI
+
+from tests.support.llama_server import llama_python, running_llama
+
+
+def _obj(**props: Any) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": props,
+        "required": list(props),
+        "additionalProperties": False,
+    }
+
+
+S, INT, N, B = {"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"}
+
+SCHEMA_TASKS: dict[str, tuple[str, dict[str, Any]]] = {
+    "person": ("a person", _obj(name=S, age=INT, city=S, occupation=S)),
+    "flight": ("a flight", _obj(flight_number=S, origin=S, destination=S, departure_time=S)),
+    "book": ("a book", _obj(title=S, author=S, year=INT, pages=INT)),
+    "product": ("a product in a shop", _obj(name=S, price=N, in_stock=B, category=S)),
+    "event": ("a concert", _obj(artist=S, venue=S, date=S, tickets_left=INT)),
+    "recipe": ("a recipe", _obj(dish=S, servings=INT, ingredients={"type": "array", "items": S})),
+    "address": ("a postal address", _obj(street=S, city=S, postcode=S, country=S)),
+    "weather": ("today's weather", _obj(city=S, temperature_c=N, condition=S, windy=B)),
+    "order": ("an order", _obj(order_id=S, quantity=INT, total=N, shipped=B)),
+    "movie": ("a film", _obj(title=S, director=S, year=INT, rating=N)),
+    "employee": ("an employee", _obj(name=S, department=S, salary=INT, remote=B)),
+    "song": ("a song", _obj(title=S, artist=S, duration_seconds=INT, genre=S)),
+    "car": ("a car", _obj(make=S, model=S, year=INT, electric=B)),
+    "hotel": ("a hotel booking", _obj(hotel=S, nights=INT, guests=INT, breakfast=B)),
+    "todo": ("a to-do list", _obj(owner=S, items={"type": "array", "items": S})),
+}
+GRAMMAR_TASKS: dict[str, tuple[str, str]] = {
+    "sql-customers": ("an SQLite query: the ten customers with the most orders", "sqlite"),
+    "sql-average": ("an SQLite query: the average price per category of products", "sqlite"),
+    "csv-planets": ("a CSV table of the planets with name and moons", "csv"),
+    "csv-fruit": ("a CSV table of five fruits with name, colour and price", "csv"),
+    "json-config": ("a JSON configuration for a web server", "json"),
+}
+
+
+@dataclass
+class Row:
+    task: str
+    valid: bool
+    calls: int
+    kept: float
+    local_tokens: int
+    seconds: float
+    keys_as_values: int
+    peer_valid: bool | None
+    text: str
+
+
+def _keys_as_values(text: str, schema: dict[str, Any]) -> int:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return 0
+    keys = set(schema["properties"])
+    values = value.values() if isinstance(value, dict) else []
+    return sum(1 for v in values if isinstance(v, str) and v in keys)
+
+
+def _peer(client: OpenAI, prompt: str, schema: dict[str, Any]) -> bool:
+    """llama.cpp's own constrained decoding of `schema`: does its reply parse under it?"""
+    from grammars import Grammar
+
+    reply = client.chat.completions.create(
+        model="smollm2",
+        messages=[{"role": "user", "content": prompt}],
+        temperature=0,
+        max_tokens=256,
+        response_format={"type": "json_object", "schema": schema},  # type: ignore[typeddict-unknown-key]
+    )
+    return Grammar.from_json_schema(schema).matches(reply.choices[0].message.content or "")
+
+
+def run(url: str, tasks: list[str]) -> list[Row]:
+    from backtrack import guide
+    from local_target import LocalTarget
+    from providers import OpenAIChatDrafter
+
+    client = OpenAI(base_url=url, api_key="none", max_retries=0)
+    target = LocalTarget.default(device="cpu")
+    rows = []
+    for task in tasks:
+        schema: dict[str, Any] | None = None
+        if task in SCHEMA_TASKS:
+            what, schema = SCHEMA_TASKS[task]
+            grammar: Any = schema
+            keys = ", ".join(schema["properties"])
+            prompt = f"Give a JSON object describing {what}, with the keys {keys}."
+        else:
+            prompt, grammar = GRAMMAR_TASKS[task]
+            prompt = f"Write {prompt}."
+        drafter = OpenAIChatDrafter(client, "smollm2", temperature=0)
+        start = time.perf_counter()
+        result = guide(drafter, grammar, prompt=prompt, target=target, max_draft_tokens=256)
+        seconds = time.perf_counter() - start
+        rows.append(
+            Row(
+                task=task,
+                valid=result.valid,
+                calls=result.api_calls,
+                kept=result.kept,
+                local_tokens=result.local_tokens,
+                seconds=seconds,
+                keys_as_values=_keys_as_values(result.text, schema) if schema else 0,
+                peer_valid=_peer(client, prompt, schema) if schema else None,
+                text=result.text,
+            )
+        )
+    return rows
+
+
+def report(rows: list[Row]) -> str:
+    lines = [
+        "| task | valid | API calls | kept | local tokens | wall s | keys as values "
+        "| llama.cpp constrained |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        peer = "" if r.peer_valid is None else ("valid" if r.peer_valid else "invalid")
+        lines.append(
+            f"| {r.task} | {'V' if r.valid else 'x'} | {r.calls} | {r.kept:.2f} | "
+            f"{r.local_tokens} | {r.seconds:.1f} | {r.keys_as_values} | {peer} |"
+        )
+    seconds = sorted(r.seconds for r in rows)
+    schema_rows = [r for r in rows if r.peer_valid is not None]
+    lines += [
+        "",
+        f"- valid {sum(r.valid for r in rows)}/{len(rows)}; mean API calls "
+        f"{statistics.mean(r.calls for r in rows):.2f}; mean kept "
+        f"{statistics.mean(r.kept for r in rows):.2f}; kept under 0.9: "
+        f"{sum(r.kept < 0.9 for r in rows)}; mean local tokens "
+        f"{statistics.mean(r.local_tokens for r in rows):.1f}",
+        f"- wall s: median {statistics.median(seconds):.1f}, p95 "
+        f"{seconds[min(len(seconds) - 1, int(0.95 * len(seconds)))]:.1f}, max {seconds[-1]:.1f}",
+        f"- schemas: {sum(r.keys_as_values > 0 for r in schema_rows)}/{len(schema_rows)} outputs "
+        "with a key name as a value; llama.cpp's own constrained decoding valid "
+        f"{sum(bool(r.peer_valid) for r in schema_rows)}/{len(schema_rows)}",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tasks", nargs="*", default=[*SCHEMA_TASKS, *GRAMMAR_TASKS])
+    parser.add_argument("--texts", action="store_true", help="print each output too")
+    args = parser.parse_args()
+    python = llama_python()
+    if python is None:
+        raise SystemExit("no llama.cpp server: see tests/support/llama_server.py to install one")
+    with running_llama(python) as url:
+        rows = run(url, args.tasks)
+    print(report(rows))
+    if args.texts:
+        for r in rows:
+            print(f"\n## {r.task}\n{r.text}")
+
+
+if __name__ == "__main__":
+    main()
