@@ -243,9 +243,10 @@ class Run:
         empty: ProviderError | None = None
         while True:
             try:
-                stream = yield Draft(loop.draft_request())
-                if not isinstance(stream, (DraftStream, AsyncDraftStream)):
-                    raise TypeError(f"a Draft effect needs a stream back, got {stream!r}")
+                sent = yield Draft(loop.draft_request())
+                if not isinstance(sent, (DraftStream, AsyncDraftStream)):
+                    raise TypeError(f"a Draft effect needs a stream back, got {sent!r}")
+                stream = sent
                 if empty := loop.empty_reply(stream):
                     raise empty
                 break
