@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from backtrack.run.options import GuideOptions
     from backtrack.run.output import Output
     from backtrack.run.trailing import HandBack
+    from grammars import Checker
     from grammars.grammar import Grammar
     from local_target import Correction
     from local_target.decoding import Until
@@ -55,19 +56,19 @@ class CorrectionRound:
         *,
         completes: bool,
         index: int,
-        max_tokens: int | None = None,
+        most: int | None = None,
     ) -> None:
         self.output = output
         self.hand_back = hand_back
         self.completes = completes
-        self.max_tokens = max_tokens  # less than the options' budget for it, where given
+        self.most = most  # tokens, less than the options' budget for the round, where given
         self.kind: RoundKind = "completion" if completes else "correction"
         self.index = index
 
     def call(self, grammar: Grammar, options: GuideOptions) -> TargetCall:
         until: Until = "complete" if self.completes else "terminal"
         budget = options.completion_tokens if self.completes else options.correction_tokens
-        budget = budget if self.max_tokens is None else min(budget, self.max_tokens)
+        budget = budget if self.most is None else min(budget, self.most)
         return TargetCall(self.output.text, until, budget, grammar, self.hand_back.rest)
 
     def apply(self, correction: Correction, min_reuse_chars: int) -> tuple[Round, str]:
@@ -75,8 +76,9 @@ class CorrectionRound:
         it when the target completes), then what of that rest fits, at least `min_reuse_chars`
         of it (`trailing.HandBack`). The round's record, and the rest reused."""
         self._check(correction)
-        keep = len(correction.text)
-        if not self.completes:
+        if self.completes:
+            keep = _without_final_blanks(self.output.checker, correction.text)
+        else:
             keep = self.hand_back.kept(self.output.checker, correction.text)
         self._commit(correction, keep)
         reused = self.hand_back.reuse(self.output, min_reuse_chars)
@@ -124,3 +126,16 @@ class CorrectionRound:
         for flag, piece in correction.runs:
             self.output.add(piece[: max(0, keep - at)], _TOKEN_ORIGIN[flag])
             at += len(piece)
+
+
+def _without_final_blanks(checker: Checker, written: str) -> int:
+    """How much of a completion to keep: all but the blanks it ended with, where the text is
+    complete without them (the local model's line end after a JSON document is not the API's)."""
+    stripped = written.rstrip()
+    if stripped == written:
+        return len(written)
+    start = checker.chars
+    checker.feed(stripped)
+    complete = checker.complete
+    checker.rollback(start)
+    return len(stripped) if complete else len(written)

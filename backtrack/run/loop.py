@@ -56,12 +56,9 @@ logger = logging.getLogger(__name__)
 _COMPLETE = ("complete", "target_completed", "trailing_dropped")
 
 
-# A reply that ended within this many characters (not blank) after a slip the correction did not
-# get past left nothing for the API to add: the target finishes the text.
-_FINISHED_WITHIN = 16
-_CLOSERS = ")]}>\"'"
-# ... in at most this many tokens: what is left is short, and where the grammar never ends (moves,
-# rows) the local model would otherwise go on to its whole completion budget.
+# The most tokens the target writes to finish what an ended reply left (HandBack.api_finished):
+# little is left, and where the grammar never ends (moves, rows) the local model would otherwise
+# go on to its whole completion budget.
 _FINISH_TOKENS = 48
 
 
@@ -253,18 +250,13 @@ class GuideLoop:
     def target_call(self) -> TargetCall | None:
         """The target's next correction, or None when the budget is spent and the caller opted
         out of completion (the run ends)."""
-        # The target writes the little that an ended reply left (`_api_finished`), or the rest
-        # once the budget is spent.
         completes = self._api_finished or self.budget.target_completes(self.rounds)
         if completes and not self.options.complete_on_budget:
             self.stop_reason = "max_corrections"
             return None
+        finish = _FINISH_TOKENS if self._api_finished else None  # what an ended reply left
         self._correction = CorrectionRound(
-            self.output,
-            self._hand_back,
-            completes=completes,
-            index=len(self.rounds),
-            max_tokens=_FINISH_TOKENS if self._api_finished else None,
+            self.output, self._hand_back, completes=completes, index=len(self.rounds), most=finish
         )
         return self._correction.call(self.schema.target_grammar(self.text), self.options)
 
@@ -276,24 +268,14 @@ class GuideLoop:
     def apply_correction(self, correction: Correction) -> None:
         """Commit the target's correction (`CorrectionRound.apply`) and decide what follows."""
         round_ = self._correcting("apply_correction")
-        handed = self._hand_back.rest if self._hand_back.reply_ended else ""
+        finished = self.options.complete_on_budget and self._hand_back.api_finished()
         record, reused = round_.apply(correction, self.options.min_reuse_chars)
         self._record(record)
         self._correction = None
         self._after_correction(round_, reused)
-        if self.stop_reason is None and self._next == "draft" and not reused and handed:
-            # The API's reply had ended a few characters after its slip, closing what it had
-            # open (`\n}`), and the correction did not reach them: the API has said all it
-            # means to (asked again, a weak model restarts its answer: `"occupation": {"name":
-            # ...`). The target finishes the text (where it may: `complete_on_budget`). A reply
-            # that stopped mid-way (`"b": 2, `) is the API's to continue.
-            rest = handed.strip()
-            self._api_finished = (
-                self.options.complete_on_budget
-                and len(rest) <= _FINISHED_WITHIN
-                and rest[-1:] in _CLOSERS
-            )
-            self._next = "correct" if self._api_finished else "draft"
+        if self.stop_reason is None and self._next == "draft" and not reused and finished:
+            self._api_finished = True  # the target finishes the text (HandBack.api_finished)
+            self._next = "correct"
 
     def _after_correction(self, round_: CorrectionRound, reused: str) -> None:
         """The run ends after a completion, or where the text is complete and nothing is left to
@@ -320,18 +302,13 @@ class GuideLoop:
     def result(self) -> GuideResult:
         text = self.text
         complete = self.output.checker.complete
-        trace = Trace(
-            _prompt_text(self.prompt),
-            self.output.spans,
-            tuple(self.rounds),
-            tuple(self.output.drops),
-        )
+        spans, drops = self.output.spans, tuple(self.output.drops)
         return GuideResult(
             text=text,
             valid=complete and self.schema.met(text),
             complete=complete,
             stop_reason=self.stop_reason or "error",
-            trace=trace,
+            trace=Trace(_prompt_text(self.prompt), spans, tuple(self.rounds), drops),
             seconds=time.perf_counter() - self.budget.started,
             grammar=self.grammar,
         )

@@ -146,6 +146,9 @@ def drop_final_blanks(output: Output) -> None:
     output.drop(text[kept:], "trailing")
 
 
+_CLOSERS = ")]}>\"';,"  # what closes what is open (and separates)
+
+
 @dataclass
 class HandBack:
     """The last cut draft's rest after its cut, which the target's correction hands back to."""
@@ -153,6 +156,15 @@ class HandBack:
     rest: str = ""
     # The drafter's reply was read to its end: the rest is all of it (the drafter had finished).
     reply_ended: bool = False
+
+    def api_finished(self) -> bool:
+        """The drafter's reply ended after its slip with nothing but closing what it had open
+        (`\n}`, a required key left out before it): should the correction not reach that, the
+        API has said all it means to (asked again, a weak model restarts its answer:
+        `"occupation": {"name": ...`), and the target finishes the text. A reply whose rest
+        holds content (`True, "n": None}`) or stopped mid-way (`"b": 2, `) is the API's to go on."""
+        rest = "".join(self.rest.split())
+        return self.reply_ended and bool(rest) and not rest.strip(_CLOSERS)
 
     def kept(self, checker: Checker, written: str) -> int:
         """How much of the target's `written` text to keep: all of it where the rest goes on

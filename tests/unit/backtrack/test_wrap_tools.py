@@ -23,9 +23,6 @@ SCHEMA = {
     "additionalProperties": False,
 }
 SLIP = '{"city": "Oslo", "days": three}'  # cut at `t`: the local model writes 3
-# The API, not the local model, finishes what a correction left (a reply that ended just after
-# its slip is otherwise the target's to finish): these tests are about the API's continuation.
-API_FINISHES = {"complete_on_budget": False}
 KEPT = '{"city": "Oslo", "days": '
 ARGUMENTS = '{"city": "Oslo", "days": 3}'
 COMMA = '{"city": "Oslo", "days": 3,}'  # mended by an edit: no local model runs
@@ -50,12 +47,7 @@ def test_a_forced_strict_function_has_its_arguments_guided_and_continued(
     openai_server.script(tool_call("forecast", SLIP, id="call_7", text="Looking."), text("}"))
     target = ScriptedTarget("3")
     reply = wrap(openai_client()).chat.completions.create(
-        model="m",
-        messages=MESSAGES,
-        tools=FORECAST,
-        tool_choice=FORCED,
-        target=target,
-        **API_FINISHES,
+        model="m", messages=MESSAGES, tools=FORECAST, tool_choice=FORCED, target=target
     )
     choice = reply.choices[0]
     assert choice.finish_reason == "tool_calls"
@@ -109,7 +101,6 @@ def test_an_anthropic_tool_use_input_is_guided(anthropic_server: Any, anthropic_
         tools=CLAUDE_TOOLS,
         tool_choice={"type": "tool", "name": "forecast"},
         target=ScriptedTarget("3"),
-        **API_FINISHES,
     )
     assert reply.stop_reason == "tool_use"
     text_block, use = reply.content
@@ -197,7 +188,6 @@ def test_with_a_response_format_the_content_is_guided_and_a_continuation_calls_n
         tools=FORECAST,
         response_format=FORMAT,
         target=ScriptedTarget("3"),
-        **API_FINISHES,
     )
     assert reply.choices[0].message.content == ARGUMENTS
     assert reply.choices[0].message.tool_calls is None
