@@ -58,8 +58,13 @@ class Budget:
 
 
 def _stuck(rounds: Sequence[Round]) -> bool:
-    """The API's last two drafts were both cut before a character of theirs fit: after each
-    correction it goes back to the same slip, and another call would only repeat it. API calls
-    are bounded by the slips the API makes, not by how often it makes one."""
+    """The API's last two drafts were both cut with less than a third of their text fitting:
+    after each correction it goes back to the same slip (`cut before a character of theirs
+    fit`), or restarts an answer in another shape than the grammar's (a weak model's nested
+    `"hotel": {"name": ...}` where a string goes), and another call would only repeat it. API
+    calls are bounded by the slips the API makes, not by how often it makes one."""
     drafts = [r for r in rounds if r.kind == "draft"][-2:]
-    return len(drafts) == 2 and all(r.cut_at is not None and not r.accepted_chars for r in drafts)
+    return len(drafts) == 2 and all(
+        r.cut_at is not None and 3 * r.accepted_chars < r.accepted_chars + r.rejected_chars
+        for r in drafts
+    )
