@@ -77,6 +77,10 @@ class DecodingPolicy:
     only the allowed tokens' logits where they are at most `selective_share` of the vocabulary
     (local_target.head): the output layer is then a large share of a forward pass."""
     selective_share: float = 0.25
+    max_blank_run: int = 32
+    """Where a correction's new text ends in this many blank bytes, tokens of blanks only are
+    refused while the grammar allows anything else: a grammar with free whitespace (JSON) would
+    let a small model pad on to its whole budget (seen: 512 tokens of line ends and spaces)."""
 
     def __post_init__(self) -> None:
         if self.closing_share < 1:
@@ -216,9 +220,10 @@ class Correcting:
         """(token, masked): the model's own choice where the grammar allows it; else, or where
         only the allowed rows' logits are computed (`_selective`), a choice under the mask."""
         vocab, matcher, pending = self.vocab, self.matcher, self.pending
+        refused = vocab.blanks if self._padding() else None
         if self._selective(after):
             start = time.perf_counter()
-            mask = full_mask(vocab, matcher, pending)
+            mask = _without(full_mask(vocab, matcher, pending), refused)
             self.mask_seconds += time.perf_counter() - start
             if int(mask.sum()) <= self.policy.selective_share * vocab.n_logits:
                 allowed = mask.nonzero().flatten()
@@ -233,9 +238,10 @@ class Correcting:
             logits,
             lambda t: (
                 healing_allows(vocab.token_bytes[t], pending, t == vocab.eos)
+                and (refused is None or not refused[t])
                 and matcher.validate_tokens([t]) == 1
             ),
-            lambda: full_mask(vocab, matcher, pending),
+            lambda: _without(full_mask(vocab, matcher, pending), refused),
             *self._draw,
         )
         self.mask_seconds += time.perf_counter() - start
@@ -277,6 +283,10 @@ class Correcting:
         self.pieces.append(piece)
         self.tokens.append(token)
         self.flags.append(flag)
+
+    def _padding(self) -> bool:
+        """The new text ends in a run of `max_blank_run` blank bytes."""
+        return len(self.new) - len(self.new.rstrip()) >= self.policy.max_blank_run
 
     def _mid_char(self) -> bool:
         return incomplete_utf8(self.new)
@@ -326,6 +336,14 @@ def healing_allows(piece: bytes, pending: bytes, is_eos: bool) -> bool:
     if is_eos or not piece:
         return False
     return piece.startswith(pending) or pending.startswith(piece)
+
+
+def _without(mask: torch.Tensor, refused: torch.Tensor | None) -> torch.Tensor:
+    """`mask` less the `refused` tokens, where that leaves any."""
+    if refused is None:
+        return mask
+    kept = mask & ~refused
+    return kept if bool(kept.any()) else mask
 
 
 def full_mask(vocab: Vocabulary, matcher: llguidance.LLMatcher, pending: bytes) -> torch.Tensor:

@@ -49,6 +49,15 @@ class Vocabulary:
         ]
         self.closers = torch.zeros(n_logits, dtype=torch.bool)
         self.closers[closing + ([self.eos] if self.eos < n_logits else [])] = True
+        # Tokens of blanks only (spaces, tabs, line ends).
+        self.blanks = torch.zeros(n_logits, dtype=torch.bool)
+        self.blanks[
+            [
+                i
+                for i, b in enumerate(self.token_bytes)
+                if b and not b.strip() and i not in self.special
+            ]
+        ] = True
 
     def encode(self, text: str) -> list[int]:
         """The canonical tokenization of `text` (no special tokens); decodes back to `text`."""
