@@ -241,6 +241,7 @@ class Run:
         attempt = 1
         self._retries = 0
         empty: ProviderError | None = None
+        faults = 0  # failed attempts that were no empty reply
         while True:
             try:
                 sent = yield Draft(loop.draft_request())
@@ -252,10 +253,12 @@ class Run:
                 break
             except Exception as exc:
                 wait = next_wait(attempt, exc, self.options.max_attempts)
-                if wait is None and exc is empty and empty.retryable:
+                faults += exc is not empty
+                if wait is None and exc is empty and empty.retryable and not faults:
                     # A real model asked to go on from an odd prefix often says nothing, and
                     # says it again when asked again: it stopped, it did not fail. The round
-                    # ends "empty" and the local target writes on from the committed text.
+                    # ends "empty" and the local target writes on from the committed text. (A
+                    # server that also failed otherwise is failing: its error is raised.)
                     logger.info(
                         "the API replied with nothing %d times: the target writes on", attempt
                     )

