@@ -72,10 +72,15 @@ class DraftRequest:
 
 @dataclass
 class Usage:
-    """Token counts as the provider reported them (0 where it did not)."""
+    """Token counts as the provider reported them (0 where it did not).
+
+    `known` is False where a reply ran to its end without reporting its usage (llama.cpp's server
+    ignores `stream_options`): the counts then leave that reply out, and say nothing of it. A
+    stream closed early (at a cut) never gets its usage; it is left out as before."""
 
     input_tokens: int = 0
     output_tokens: int = 0
+    known: bool = True
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,9 @@ class DraftStream:
     """A draft in progress. Iterate for text chunks; `close()` ends the request early.
 
     After iteration (or close) `usage`, `finish_reason` and `request_id` hold what the provider
-    said. `chunks` is any iterator of str; `closer` is called once by `close()`.
+    said, and `reasoning` the reasoning it sent apart from the answer (a `reasoning_content`
+    delta, an Anthropic `thinking` block): never part of the draft, shown in the trace. `chunks`
+    is any iterator of str; `closer` is called once by `close()`.
     """
 
     chunks: Iterator[str]
@@ -107,6 +114,7 @@ class DraftStream:
     finished: bool = False
     # What alignment removed from the reply's start (a fence opening, a repeat of the prefix).
     stripped: str = ""
+    reasoning: str = ""
 
     def __iter__(self) -> Iterator[str]:
         return self.chunks
@@ -114,6 +122,7 @@ class DraftStream:
     def close(self) -> None:
         if self.finish_reason == "unknown":
             self.finish_reason = "closed"
+            self.usage.known = True  # it never comes: left out, not missing
         if self.closer is not None:
             closer, self.closer = self.closer, None
             closer()
@@ -141,6 +150,7 @@ class AsyncDraftStream:
     request_id: str | None = None
     finished: bool = False
     stripped: str = ""
+    reasoning: str = ""
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self.chunks
@@ -148,6 +158,7 @@ class AsyncDraftStream:
     async def aclose(self) -> None:
         if self.finish_reason == "unknown":
             self.finish_reason = "closed"
+            self.usage.known = True  # it never comes: left out, not missing
         if self.closer is not None:
             closer, self.closer = self.closer, None
             await closer()

@@ -157,9 +157,12 @@ class OpenAIUsage(TypedDict):
     total_tokens: int
 
 
-def usage(result: GuideResult) -> OpenAIUsage:
-    """The run's tokens as OpenAI's `usage`."""
+def usage(result: GuideResult) -> OpenAIUsage | None:
+    """The run's tokens as OpenAI's `usage`; None (as a server that reports none sends) when a
+    draft's reply did not report its own: a count without it would be made up."""
     tokens = result.usage
+    if not tokens.known:
+        return None
     return {
         "prompt_tokens": tokens.input_tokens,
         "completion_tokens": tokens.output_tokens,
@@ -194,7 +197,7 @@ def chat_completion(
                 message=message,
             )
         ],
-        usage=CompletionUsage(**usage(result)),
+        usage=None if (tokens := usage(result)) is None else CompletionUsage(**tokens),
         guide_result=result,
     )
     return reply
