@@ -74,9 +74,9 @@ class DraftRequest:
 class Usage:
     """Token counts as the provider reported them (0 where it did not).
 
-    `known` is False where a reply ran to its end without reporting its usage (llama.cpp's server
-    ignores `stream_options`): the counts then leave that reply out, and say nothing of it. A
-    stream closed early (at a cut) never gets its usage; it is left out as before."""
+    `known` is False where a reply did not report its usage: a server that sends none (llama.cpp's
+    ignores `stream_options`), or an OpenAI stream closed at a cut (its usage comes last). The
+    counts then leave that reply out: they are a lower bound."""
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -122,7 +122,6 @@ class DraftStream:
     def close(self) -> None:
         if self.finish_reason == "unknown":
             self.finish_reason = "closed"
-            self.usage.known = True  # it never comes: left out, not missing
         if self.closer is not None:
             closer, self.closer = self.closer, None
             closer()
@@ -158,7 +157,6 @@ class AsyncDraftStream:
     async def aclose(self) -> None:
         if self.finish_reason == "unknown":
             self.finish_reason = "closed"
-            self.usage.known = True  # it never comes: left out, not missing
         if self.closer is not None:
             closer, self.closer = self.closer, None
             await closer()

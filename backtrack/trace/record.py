@@ -118,7 +118,7 @@ class Round:
     error: str | None = None
     request_id: str | None = None
     repairs: tuple[Repair, ...] = ()
-    usage_known: bool = True  # False: the reply ended without reporting its usage
+    usage_known: bool = True  # False: the reply did not report its usage
 
 
 @dataclass(frozen=True)
@@ -188,7 +188,7 @@ class Trace:
     @property
     def usage(self) -> Usage:
         """API token usage summed over rounds, as the provider reported it; not `known` when a
-        reply ended without reporting its own."""
+        reply did not report its own."""
         return Usage(
             sum(r.input_tokens for r in self.rounds),
             sum(r.output_tokens for r in self.rounds),

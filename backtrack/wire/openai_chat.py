@@ -158,10 +158,10 @@ class OpenAIUsage(TypedDict):
 
 
 def usage(result: GuideResult) -> OpenAIUsage | None:
-    """The run's tokens as OpenAI's `usage`; None (as a server that reports none sends) when a
-    draft's reply did not report its own: a count without it would be made up."""
+    """The run's tokens as OpenAI's `usage`; None (as a server that reports none sends) when no
+    draft's reply reported its own (a reply that does counts input tokens): 0/0 would be made up."""
     tokens = result.usage
-    if not tokens.known:
+    if not tokens.known and not tokens.input_tokens:
         return None
     return {
         "prompt_tokens": tokens.input_tokens,

@@ -163,10 +163,10 @@ def read_kwargs(
 
 
 def usage(result: GuideResult) -> dict[str, Any] | None:
-    """The run's tokens as the Responses API's `usage`; None when a draft's reply did not report
-    its own."""
+    """The run's tokens as the Responses API's `usage`; None when no draft's reply reported its
+    own (openai_chat.usage)."""
     tokens = result.usage
-    if not tokens.known:
+    if not tokens.known and not tokens.input_tokens:
         return None
     return {
         "input_tokens": tokens.input_tokens,

@@ -113,7 +113,7 @@ def test_a_stream_without_usage_makes_the_usage_unknown(
     result = guide(drafter, "json", prompt="Oslo as JSON", target=NoTarget())  # type: ignore[arg-type]
     assert result.text == DOC
     assert not result.usage.known
-    assert as_json(result)["usage"] is None
+    assert as_json(result)["usage"] == {"input_tokens": 0, "output_tokens": 0, "known": False}
     assert summary(result)["usage_known"] is False
     assert "not reported" in result.to_html()
 
@@ -122,7 +122,7 @@ def test_a_stream_with_usage_is_known(openai_server: MockServer, openai_client: 
     openai_server.script(text(DOC, usage=(11, 5)))
     result = guide(OpenAIChatDrafter(openai_client(), "m"), "json", target=NoTarget())  # type: ignore[arg-type]
     assert result.usage.known and (result.usage.input_tokens, result.usage.output_tokens) == (11, 5)
-    assert as_json(result)["usage"] == {"input_tokens": 11, "output_tokens": 5}
+    assert as_json(result)["usage"] == {"input_tokens": 11, "output_tokens": 5, "known": True}
 
 
 # --------------------------------------------------------------------------- the token budget
