@@ -126,7 +126,8 @@ class AnthropicDrafter(SDKDrafter):
 
     def _read_event(self, event: Any, stream: AnyStream) -> str | None:
         """The text of one Messages stream event (reading tools: the guided tool_use block's
-        input JSON); records usage and the stop reason."""
+        input JSON); records usage, the stop reason and the reasoning of `thinking` blocks
+        (`thinking_delta`), which is no part of the text."""
         kind = getattr(event, "type", None)
         reply = self.tool_reply if self.reading_tools else None
         if kind == "content_block_start" and reply is not None:
@@ -137,6 +138,9 @@ class AnthropicDrafter(SDKDrafter):
             delta = getattr(event, "delta", None)
             if reply is not None and getattr(delta, "type", None) == "input_json_delta":
                 return reply.arguments(event.index, getattr(delta, "partial_json", None) or "")
+            if getattr(delta, "type", None) == "thinking_delta":
+                stream.reasoning += getattr(delta, "thinking", None) or ""
+                return None
             text = getattr(delta, "text", None)
             is_text = getattr(delta, "type", None) == "text_delta" and isinstance(text, str)
             if reply is not None and is_text:
@@ -147,6 +151,7 @@ class AnthropicDrafter(SDKDrafter):
             if usage is not None:
                 stream.usage.input_tokens = _input_tokens(usage)
                 stream.usage.output_tokens = getattr(usage, "output_tokens", None) or 0
+                stream.usage.known = True
         elif kind == "message_delta":
             usage = getattr(event, "usage", None)
             if usage is not None:
@@ -154,6 +159,7 @@ class AnthropicDrafter(SDKDrafter):
                 if getattr(usage, "input_tokens", None) is not None:
                     stream.usage.input_tokens = _input_tokens(usage)
                 stream.usage.output_tokens = getattr(usage, "output_tokens", None) or 0
+                stream.usage.known = True
             reason = getattr(getattr(event, "delta", None), "stop_reason", None)
             if reason:
                 finish(stream, _STOP.get(reason, "unknown"))

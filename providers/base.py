@@ -72,10 +72,15 @@ class DraftRequest:
 
 @dataclass
 class Usage:
-    """Token counts as the provider reported them (0 where it did not)."""
+    """Token counts as the provider reported them (0 where it did not).
+
+    `known` is False where a reply did not report its usage: a server that sends none (llama.cpp's
+    ignores `stream_options`), or an OpenAI stream closed at a cut (its usage comes last). The
+    counts then leave that reply out: they are a lower bound."""
 
     input_tokens: int = 0
     output_tokens: int = 0
+    known: bool = True
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,9 @@ class DraftStream:
     """A draft in progress. Iterate for text chunks; `close()` ends the request early.
 
     After iteration (or close) `usage`, `finish_reason` and `request_id` hold what the provider
-    said. `chunks` is any iterator of str; `closer` is called once by `close()`.
+    said, and `reasoning` the reasoning it sent apart from the answer (a `reasoning_content`
+    delta, an Anthropic `thinking` block): never part of the draft, shown in the trace. `chunks`
+    is any iterator of str; `closer` is called once by `close()`.
     """
 
     chunks: Iterator[str]
@@ -107,6 +114,7 @@ class DraftStream:
     finished: bool = False
     # What alignment removed from the reply's start (a fence opening, a repeat of the prefix).
     stripped: str = ""
+    reasoning: str = ""
 
     def __iter__(self) -> Iterator[str]:
         return self.chunks
@@ -141,6 +149,7 @@ class AsyncDraftStream:
     request_id: str | None = None
     finished: bool = False
     stripped: str = ""
+    reasoning: str = ""
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self.chunks

@@ -60,10 +60,15 @@ class ProviderError(BacktrackError):
 # Keys by their shape: sk-..., sk-ant-..., sk-proj-..., gsk_..., xai-..., long hex runs; and the
 # value after "api_key=", "api key:" or "API key provided:" (up to a blank, a quote, a comma or a
 # sentence's final period). Without "=" or ":" the next word is prose ("your API key at ...").
+# Request ids are no keys, and are what a provider's support asks for: an id-prefixed word
+# (chatcmpl-..., req_...) or the value after "request id" / "x-request-id:" (llama.cpp's are 32
+# hex digits) is kept as it is. Keys known by value are masked before, wherever they stand.
 _KEY_PATTERN = re.compile(
-    r"\b((?:sk-(?:ant-|proj-)?)|gsk_|xai-|hf_|AIza)[A-Za-z0-9_\-]{6,}"
-    r"|(?i:(api[_\s-]?key(?:\s+provided)?[\"']?\s*[=:]\s*[\"']?))[^\s\"',;]*[^\s\"',;.]"
-    r"|\b()[A-Fa-f0-9]{32,}\b"
+    r"(?P<id>\b(?:chatcmpl|cmpl|req|msg|resp)[-_][A-Za-z0-9-]+"
+    r"|(?i:request[\s_-]?id)[\"']?\s*[=:]?\s*[\"']?[A-Fa-f0-9-]{32,}\b)"
+    r"|\b(?P<prefix>(?:sk-(?:ant-|proj-)?)|gsk_|xai-|hf_|AIza)[A-Za-z0-9_\-]{6,}"
+    r"|(?i:(?P<name>api[_\s-]?key(?:\s+provided)?[\"']?\s*[=:]\s*[\"']?))[^\s\"',;]*[^\s\"',;.]"
+    r"|\b[A-Fa-f0-9]{32,}\b"
 )
 # Environment variables whose values are secrets: *_API_KEY, *_TOKEN, *_SECRET, *PASSWORD...
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
@@ -129,8 +134,14 @@ def redact(text: str) -> str:
     text about a failure goes through here."""
     for secret in _secrets():
         text = text.replace(secret, "***")
-    text = _KEY_PATTERN.sub(lambda m: f"{m.group(1) or m.group(2) or ''}***", text)
+    text = _KEY_PATTERN.sub(_masked_match, text)
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."
+
+
+def _masked_match(match: re.Match[str]) -> str:
+    if match["id"]:
+        return match[0]
+    return f"{match['prefix'] or match['name'] or ''}***"
 
 
 def masked(error: ProviderError) -> ProviderError:

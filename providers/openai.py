@@ -38,6 +38,7 @@ def _first_choice(chunk: Any, stream: AnyStream) -> Any:
     if usage is not None:
         stream.usage.input_tokens = getattr(usage, "prompt_tokens", None) or 0
         stream.usage.output_tokens = getattr(usage, "completion_tokens", None) or 0
+        stream.usage.known = True
     choices = getattr(chunk, "choices", None) or []
     if not choices:
         return None
@@ -50,6 +51,17 @@ def _first_choice(chunk: Any, stream: AnyStream) -> Any:
 
 def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _reasoning(delta: Any) -> str:
+    """The reasoning a chat delta carries apart from its content: `reasoning_content` (DeepSeek,
+    vLLM, llama.cpp) or `reasoning` (vLLM's newer name, OpenRouter). The SDK keeps such unknown
+    fields as extra attributes."""
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(delta, name, None)
+        if isinstance(value, str):
+            return value
+    return ""
 
 
 class _OpenAIDrafter(SDKDrafter):
@@ -80,8 +92,11 @@ class OpenAIChatDrafter(_OpenAIDrafter):
     continues verbatim (vLLM: `continue_final_message`, `add_generation_prompt=False`).
 
     `create_kwargs` go to every `chat.completions.create` call (temperature, seed, extra_body...).
-    The token limit is sent as `max_completion_tokens` (what current OpenAI models take); pass
-    `max_tokens_param="max_tokens"` for servers that know only the older name.
+    The token limit is sent as `max_completion_tokens` (what current OpenAI models take; OpenAI's
+    reasoning models refuse `max_tokens`, so the drafter never sends both); pass
+    `max_tokens_param="max_tokens"` for servers that know only the older name (llama.cpp's
+    server ignores the newer one). Either way the stream ends at the budget, counted in events
+    (providers.sdk_stream), whatever the server sends.
 
     `guided_tool`: the function whose call's arguments are the draft (providers.tool_calls).
     """
@@ -108,6 +123,7 @@ class OpenAIChatDrafter(_OpenAIDrafter):
     def _read_event(self, event: Any, stream: AnyStream) -> str | None:
         """The text of one ChatCompletionChunk (reading tools: the guided call's arguments)."""
         delta = getattr(_first_choice(event, stream), "delta", None)
+        stream.reasoning += _reasoning(delta)
         content = _text(getattr(delta, "content", None))
         reply = self.tool_reply if self.reading_tools else None
         if reply is None:

@@ -63,6 +63,7 @@ class OpenAIResponsesDrafter(SDKDrafter):
             if usage is not None:
                 stream.usage.input_tokens = getattr(usage, "input_tokens", None) or 0
                 stream.usage.output_tokens = getattr(usage, "output_tokens", None) or 0
+                stream.usage.known = True
             details = getattr(response, "incomplete_details", None)
             ran_out = getattr(details, "reason", None) == "max_output_tokens"
             finish(

@@ -116,6 +116,7 @@ class SDKDrafter:
             self._read_event,
             request_id=self._request_id(sdk_stream),
             aligner=sdk_request.aligner,
+            max_tokens=request.max_tokens,
         )
 
     async def adraft(self, request: DraftRequest) -> AsyncDraftStream:
@@ -132,4 +133,5 @@ class SDKDrafter:
             self._read_event,
             request_id=self._request_id(sdk_stream),
             aligner=sdk_request.aligner,
+            max_tokens=request.max_tokens,
         )

@@ -5,21 +5,29 @@ providers.anthropic): it returns the text an event carries and records usage and
 on `stream` (with `finish`). The shells iterate the SDK stream, translate its errors (adding the
 request id the response headers gave), optionally align the text, and close the HTTP response
 however the iteration ends, or when the DraftStream is closed.
+
+Each stream also holds to the request's token budget whatever the server does: llama.cpp's server
+ignores `max_completion_tokens` (asked for 5, it sent 51). Every event that carries text (answer
+or reasoning) carries at least one token, so a stream whose events pass the budget was not cut by
+the server: it ends there as "length", as if the server had stopped it, and the request is closed.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import AsyncGenerator, Callable, Generator
 from typing import Any
 
 from providers.align import Aligner
-from providers.base import AsyncDraftStream, DraftStream, FinishReason, NoChunks
+from providers.base import AsyncDraftStream, DraftStream, FinishReason, NoChunks, Usage
 from providers.errors import ProviderError, masked_cause
 from providers.sdk_errors import mapped_exceptions, to_provider_error
 
 __all__ = ["AnyStream", "ReadEvent", "async_stream", "finish", "header", "sync_stream"]
+
+logger = logging.getLogger(__name__)
 
 AnyStream = DraftStream | AsyncDraftStream
 ReadEvent = Callable[[Any, AnyStream], str | None]
@@ -55,12 +63,46 @@ class _Text:
     """
 
     def __init__(
-        self, stream: AnyStream, aligner: Aligner | None, content_type: str | None
+        self,
+        stream: AnyStream,
+        aligner: Aligner | None,
+        content_type: str | None,
+        max_tokens: int | None,
     ) -> None:
         self.stream = stream
         self.content_type = content_type or ""
         self.aligner = aligner
         self.high = ""  # a high surrogate that ended the last event, waiting for its pair
+        self.max_tokens = max_tokens
+        self.events = 0  # events that carried text or reasoning: at least a token each
+
+    def over_budget(self, text: str, reasoning_before: int) -> bool:
+        """One more event read and fed (its answer `text`; the reasoning was `reasoning_before`
+        long before it): True when the events passed the token budget, so the server ignored
+        it. The stream then ends as "length" and this event's text is not used. Text while
+        alignment may still strip it (a repeat of the committed text) is not counted:
+        conservative, for servers that send a token in pieces."""
+        aligned = self.aligner is None or self.aligner.decided
+        if (text and aligned) or len(self.stream.reasoning) > reasoning_before:
+            self.events += 1
+        if self.max_tokens is None or self.events <= self.max_tokens:
+            return False
+        logger.warning(
+            "the server sent more than the %d tokens asked for (it ignores the limit's name: "
+            "OpenAIChatDrafter(max_tokens_param='max_tokens') for llama.cpp); the draft ends there",
+            self.max_tokens,
+        )
+        self.stream.reasoning = self.stream.reasoning[:reasoning_before]
+        finish(self.stream, "length")
+        return True
+
+    def read(self, event: Any, read_event: ReadEvent) -> str | None:
+        """The draft text of `event` (None: the budget is passed, read no further; what the
+        aligner holds back stays unread, as when the stream is closed: it may be a repeat)."""
+        before = len(self.stream.reasoning)
+        text = read_event(event, self.stream) or ""
+        piece = self.feed(text)
+        return None if self.over_budget(text, before) else piece
 
     def feed(self, text: str) -> str:
         text = self.high + text
@@ -135,15 +177,21 @@ def sync_stream(
     *,
     request_id: str | None,
     aligner: Aligner | None = None,
+    max_tokens: int | None = None,
 ) -> DraftStream:
-    """A DraftStream over a sync SDK stream (iterable of events, with `close()`)."""
-    stream = DraftStream(chunks=iter(()), request_id=request_id)
-    text = _Text(stream, aligner, header(getattr(sdk_stream, "response", None), "content-type"))
+    """A DraftStream over a sync SDK stream (iterable of events, with `close()`), ended at
+    `max_tokens` events with text whatever the server does."""
+    stream = DraftStream(chunks=iter(()), request_id=request_id, usage=Usage(known=False))
+    content_type = header(getattr(sdk_stream, "response", None), "content-type")
+    text = _Text(stream, aligner, content_type, max_tokens)
 
     def events() -> Generator[str, None, None]:
         try:
             for event in sdk_stream:
-                if piece := text.feed(read_event(event, stream) or ""):
+                piece = text.read(event, read_event)
+                if piece is None:
+                    return  # as a close: what alignment holds back is no new text for sure
+                if piece:
                     yield piece
             if piece := text.finish():
                 yield piece
@@ -171,10 +219,12 @@ def async_stream(
     *,
     request_id: str | None,
     aligner: Aligner | None = None,
+    max_tokens: int | None = None,
 ) -> AsyncDraftStream:
     """The async twin of `sync_stream` (an async iterable of events, with `await close()`)."""
-    stream = AsyncDraftStream(chunks=NoChunks(), request_id=request_id)
-    text = _Text(stream, aligner, header(getattr(sdk_stream, "response", None), "content-type"))
+    stream = AsyncDraftStream(chunks=NoChunks(), request_id=request_id, usage=Usage(known=False))
+    content_type = header(getattr(sdk_stream, "response", None), "content-type")
+    text = _Text(stream, aligner, content_type, max_tokens)
 
     async def events() -> AsyncGenerator[str, None]:
         # The SDK's iterator is an async generator of its own: closed here, not left suspended
@@ -182,7 +232,10 @@ def async_stream(
         iterator = sdk_stream.__aiter__()
         try:
             async for event in iterator:
-                if piece := text.feed(read_event(event, stream) or ""):
+                piece = text.read(event, read_event)
+                if piece is None:
+                    return  # as a close: what alignment holds back is no new text for sure
+                if piece:
                     yield piece
             if piece := text.finish():
                 yield piece

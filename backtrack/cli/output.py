@@ -46,7 +46,12 @@ def as_json(result: GuideResult) -> dict[str, Any]:
         "lost_chars": result.lost_chars,
         "drops": [dataclasses.asdict(d) for d in result.drops],
         "local_tokens": result.local_tokens,
-        "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+        # known: false where a reply did not report its usage (the counts are a lower bound)
+        "usage": {
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "known": usage.known,
+        },
         "seconds": round(result.seconds, 3),
         "spans": [dataclasses.asdict(s) for s in result.trace.spans],
         "round_details": [dataclasses.asdict(r) for r in result.trace.rounds],

@@ -49,10 +49,10 @@ class OutOfTime(Exception):
 def draft_within(
     drafter: Drafter,
     request: DraftRequest,
-    receive: Callable[[str, str], bool],
+    receive: Callable[[str, DraftStream], bool],
     seconds_left: Callable[[], float],
 ) -> DraftStream:
-    """guide()'s draft: `drafter.draft(request)`, each chunk handed to `receive(chunk, stripped)`
+    """guide()'s draft: `drafter.draft(request)`, each chunk handed to `receive(chunk, stream)`
     until it says stop, then the stream closed; each call to the drafter waited for at most
     `seconds_left()` (OutOfTime past it)."""
     thread = _CallThread(lambda: seconds_left() + GRACE_SECONDS)
@@ -62,7 +62,7 @@ def draft_within(
         try:
             chunks = iter(stream)
             while (chunk := thread.call(next, chunks, None)) is not None:
-                if not receive(chunk, stream.stripped):
+                if not receive(chunk, stream):
                     break
         finally:
             if thread.abandoned:

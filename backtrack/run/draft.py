@@ -90,6 +90,7 @@ class DraftReader:
         self.reasoning = ReasoningBlock() if first else None
         self.seeker = AnswerStart(grammar, limit=preamble_limit(self.options)) if first else None
         self.stripped_shown = 0  # how much of the stream's stripped text the trace shows already
+        self.reasoning_shown = 0  # and of the reasoning it sent apart from the answer
         self.read = 0  # characters received this round
         # The round read its character budget, or the run's time ran out: it ends as "length".
         self.over_budget = False
@@ -104,10 +105,10 @@ class DraftReader:
 
     # -- the reply, chunk by chunk --------------------------------------------------------------
 
-    def receive(self, chunk: str, stripped: str) -> bool:
-        """Read a streamed chunk; False means: close the stream now. `stripped` is what the
-        drafter's alignment removed from its reply so far (GuideLoop.receive)."""
-        self._note_stripped(stripped)
+    def receive(self, chunk: str, stripped: str, reasoning: str = "") -> bool:
+        """Read a streamed chunk; False means: close the stream now. `stripped` and `reasoning`:
+        see GuideLoop.receive."""
+        self._note(stripped, reasoning)
         budget = self.options.max_draft_tokens * MAX_CHARS_PER_TOKEN
         if self.read + len(chunk) > budget:
             chunk = chunk[: budget - self.read]
@@ -123,12 +124,12 @@ class DraftReader:
         window = self.options.repair_window
         return window == 0 or len(chunk) < window  # a cut in it cannot read a window past it
 
-    def finish(self, finish_reason: str, stripped: str) -> str:
+    def finish(self, finish_reason: str, stripped: str, reasoning: str = "") -> str:
         """The reply is over, for the provider's `finish_reason`: what is still held back is read
         (a reasoning block never closed, a reply whose answer start was not decided, a fence's
         possible start, the read-ahead of a repair). Returns why the draft ended: "stop" at a
         closing fence (as if the drafter had stopped there), "length" over budget."""
-        self._note_stripped(stripped)
+        self._note(stripped, reasoning)
         if self.over_budget:
             finish_reason = "length"
         if self.reasoning is not None:  # a block never closed: the text as it came
@@ -156,9 +157,12 @@ class DraftReader:
         if self.seeker is not None:
             self.output.drop(self.seeker.text, "unread")
 
-    def _note_stripped(self, stripped: str) -> None:
-        """The trace shows what alignment stripped as dropped, where it was removed; a fence
-        opening stripped from the reply's start opens the fenced answer."""
+    def _note(self, stripped: str, reasoning: str) -> None:
+        """The trace shows the reasoning the API sent apart from the answer (never checked), and
+        what alignment stripped, as dropped, where they arrived; a fence opening stripped from the
+        reply's start opens the fenced answer."""
+        self.output.drop(reasoning[self.reasoning_shown :], "reasoning")
+        self.reasoning_shown = max(self.reasoning_shown, len(reasoning))
         self.output.drop(stripped[self.stripped_shown :], "repeat")
         if self.fence is None and not self.read:
             self.fence = ClosingFence.after_stripped(stripped)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from backtrack.run.options import GuideOptions
     from backtrack.run.output import Output
     from grammars.grammar import Grammar
-    from providers.base import AsyncDraftStream, DraftStream
+    from providers.base import AsyncDraftStream, DraftStream, Usage
 
 logger = logging.getLogger(__name__)
 
@@ -105,12 +105,12 @@ class DraftRound:
             request_id=stream.request_id,
         )
 
-    def finish(self, finish_reason: str, stripped: str) -> ReplyEnd:
+    def finish(self, finish_reason: str, stripped: str, reasoning: str = "") -> ReplyEnd:
         """The reply is over, for the provider's `finish_reason`: what it left. The trace shows
         the rest after a cut as rejected, or dropped when it is trailing (with the text's final
         blanks), and the text from a closing fence on as dropped."""
         reader, output = self.reader, self.output
-        reason = reader.finish(finish_reason, stripped)
+        reason = reader.finish(finish_reason, stripped, reasoning)
         checker = output.checker
         rest, closing = "".join(reader.rest), reader.closing or ""
         at_fence = reader.closing is not None and not reader.cut
@@ -129,8 +129,7 @@ class DraftRound:
         self,
         end: ReplyEnd,
         *,
-        input_tokens: int,
-        output_tokens: int,
+        usage: Usage,
         request_id: str | None,
         retries: int,
     ) -> Round:
@@ -155,8 +154,9 @@ class DraftRound:
             rejected_chars=rejected,
             cut_at=end.cut_at,
             expected=end.expected,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            usage_known=usage.known,
             retries=retries,
             closed_early=reader.closed_early,
             request_id=request_id,

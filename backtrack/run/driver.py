@@ -146,10 +146,11 @@ class Run:
             hint=call.hint,
         )
 
-    def receive(self, chunk: str, stripped: str) -> bool:
-        """A chunk of the current draft for the loop (`loop.receive`); False: stop reading.
-        `stripped`: what the drafter's alignment removed from its reply so far."""
-        more = self.loop.receive(chunk, stripped=stripped)
+    def receive(self, chunk: str, stream: DraftStream | AsyncDraftStream) -> bool:
+        """A chunk of the current draft for the loop (`loop.receive`) from `stream`, with what the
+        drafter's alignment removed from its reply so far and the reasoning it sent apart; False:
+        stop reading."""
+        more = self.loop.receive(chunk, stripped=stream.stripped, reasoning=stream.reasoning)
         self._pass_on(self.loop.final_chars())
         return more
 
@@ -158,7 +159,11 @@ class Run:
         ends as when a chunk comes past the bound, as "length"; the stream to end it with, what
         the drafter's said so far (its own may still change in a thread left to a blocked call)."""
         logger.debug("max_seconds reached in a drafter call: the draft ends, the target completes")
-        self.loop.receive("", stripped="" if stream is None else stream.stripped)  # past the bound
+        self.loop.receive(  # past the bound
+            "",
+            stripped="" if stream is None else stream.stripped,
+            reasoning="" if stream is None else stream.reasoning,
+        )
         if stream is None:
             return DraftStream(chunks=iter(()), finish_reason="length")
         return DraftStream(
@@ -167,6 +172,7 @@ class Run:
             finish_reason="length",
             request_id=stream.request_id,
             stripped=stream.stripped,
+            reasoning=stream.reasoning,
         )
 
     def _pass_on(self, final: int, text: str | None = None) -> None:
@@ -279,11 +285,11 @@ class Run:
                 self._retries = attempt - 1
         loop.end_draft(
             finish_reason="empty" if empty is not None else stream.finish_reason,
-            input_tokens=stream.usage.input_tokens,
-            output_tokens=stream.usage.output_tokens,
+            usage=stream.usage,
             request_id=stream.request_id,
             retries=attempt - 1,
             stripped=stream.stripped,
+            reasoning=stream.reasoning,
         )
         self._pass_on(loop.final_chars())
 

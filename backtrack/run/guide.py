@@ -163,7 +163,7 @@ def _perform(run: Run, effect: Effect, made: list[str]) -> Generator[str, None, 
     stream = drafter.draft(effect.request)
     try:
         for chunk in stream:
-            more = run.receive(chunk, stream.stripped)
+            more = run.receive(chunk, stream)
             yield from _take(made)
             if not more:
                 break
@@ -296,10 +296,10 @@ class AsyncGuideRun:
                 chunks = aiter(stream)
                 while (chunk := await self._drafter_call(anext(chunks, None))) is not None:
                     if len(chunk) <= INLINE_CHECK and run.loop.checks_only(chunk):
-                        more = run.receive(chunk, stream.stripped)
+                        more = run.receive(chunk, stream)
                         self._hand_on()
                     else:
-                        more = await self._off_loop(_receive, run, chunk, stream.stripped)
+                        more = await self._off_loop(_receive, run, chunk, stream)
                     if not more:
                         break
             finally:
@@ -323,13 +323,13 @@ def _check_threads() -> ThreadPoolExecutor:
         return _checks
 
 
-def _receive(run: Run, chunk: str, stripped: str) -> bool:
+def _receive(run: Run, chunk: str, stream: AsyncDraftStream) -> bool:
     """`run.receive(chunk)`, a long chunk in slices, so that the thread holds the GIL for one
     slice's check at a time. Every slice goes in even after one says stop, as the whole chunk
     would: the loop keeps the rest of the chunk as rejected text."""
     if len(chunk) <= CHECK_SLICE:
-        return run.receive(chunk, stripped)
+        return run.receive(chunk, stream)
     more = True
     for i in range(0, len(chunk), CHECK_SLICE):
-        more = run.receive(chunk[i : i + CHECK_SLICE], stripped) and more
+        more = run.receive(chunk[i : i + CHECK_SLICE], stream) and more
     return more

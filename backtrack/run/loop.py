@@ -38,7 +38,7 @@ from backtrack.run.schema import policy_for
 from backtrack.run.trailing import HandBack, open_line_after_answer
 from backtrack.trace.record import Round, StopReason, Trace
 from backtrack.trace.result import GuideResult
-from providers.base import AsyncDraftStream, DraftRequest, DraftStream, Prompt
+from providers.base import AsyncDraftStream, DraftRequest, DraftStream, Prompt, Usage
 
 if TYPE_CHECKING:
     from backtrack.repair.search import Prefer
@@ -164,13 +164,14 @@ class GuideLoop:
             raise RuntimeError(f"{caller}() outside a draft round")
         return self._draft
 
-    def receive(self, chunk: str, *, stripped: str = "") -> bool:
+    def receive(self, chunk: str, *, stripped: str = "", reasoning: str = "") -> bool:
         """Read a streamed chunk of the draft; False means: close the stream now.
 
-        `stripped` is what the drafter's alignment removed from its reply so far (a repeat of the
-        committed text, a fence opening): the trace shows it as dropped, where it was removed."""
+        `stripped` (what the drafter's alignment removed from its reply so far: a repeat, a fence
+        opening) and `reasoning` (what the API sent apart from the answer as reasoning, never
+        read as the draft) are shown in the trace as dropped, where they arrived."""
         reader = self._drafting("receive").reader
-        more = reader.receive(chunk, stripped)
+        more = reader.receive(chunk, stripped, reasoning)
         if more and self.budget.out_of_time():
             logger.debug("max_seconds reached: the draft is closed, the target completes")
             reader.over_budget = True
@@ -192,22 +193,21 @@ class GuideLoop:
         self,
         *,
         finish_reason: str,
-        input_tokens: int = 0,
-        output_tokens: int = 0,
+        usage: Usage | None = None,
         request_id: str | None = None,
         retries: int = 0,
         stripped: str = "",
+        reasoning: str = "",
     ) -> None:
         """The draft's stream is over (the provider's `finish_reason`): the round ends where its
         reply left the text, and the next step is decided."""
         draft = self._drafting("end_draft")
-        end = draft.finish(finish_reason, stripped)
+        end = draft.finish(finish_reason, stripped, reasoning)
         self._after_draft(draft.reader, end)
         self._record(
             draft.close(
                 end,
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
+                usage=usage or Usage(),
                 request_id=request_id,
                 retries=retries,
             )

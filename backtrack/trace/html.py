@@ -37,6 +37,7 @@ _STYLE = """
 .bt .reused{background:#d2e3fc;box-shadow:inset 0 -2px #1a73e8}
 .bt .rejected{background:#fce8e6;color:#a50e0e;text-decoration:line-through}
 .bt .dropped{background:#eee;color:#888;text-decoration:line-through}
+.bt pre.reasoning{unicode-bidi:plaintext;color:#666}
 .bt .correction{background:#ceead6;color:#0d652d;font-weight:600}
 .bt .healed{background:#feefc3;color:#8a5300;font-weight:600}
 .bt .forced{background:#f3e8fd;color:#681da8}
@@ -177,6 +178,7 @@ def _spans(spans: tuple[Span, ...], rounds: tuple[Round, ...]) -> str:
 def _row(r: Round) -> str:
     ended = r.ended + (f" ({r.target_stop})" if r.target_stop else "")
     api = f"{r.input_tokens} / {r.output_tokens}" if r.kind == "draft" else ""
+    api = api if r.usage_known else "not reported"
     # Each cell's HTML: untrusted text (expected items, the error) isolated piece by piece.
     cells = [
         (_e(r.index), "n"),
@@ -201,11 +203,19 @@ _DROP_SHOWN = 400  # characters of a dropped text shown; the rest is counted
 
 
 def _drops(drops: tuple[Drop, ...]) -> str:
-    """What of the API's text was left out, each with its reason and where it stood."""
+    """What of the API's text was left out, each with its reason and where it stood; reasoning
+    whole, folded (it may run to pages)."""
     if not drops:
         return ""
     items = []
     for d in drops:
+        where = f"{len(d.text)} characters at output character {d.at} (round {d.round})"
+        if d.reason == "reasoning":
+            items.append(
+                f"<li><details><summary><b>reasoning</b>, {where}</summary>"
+                f'<pre class="reasoning">\n{_text(d.text)}</pre></details></li>'
+            )
+            continue
         more = len(d.text) - _DROP_SHOWN
         shown = _bdi(d.text[:_DROP_SHOWN]) + (f" … (+{more} characters)" if more > 0 else "")
         items.append(
@@ -240,7 +250,8 @@ def render(trace: Trace, *, valid: bool, stop_reason: str, seconds: float) -> st
         status,
         f"stop: <b>{_e(stop_reason)}</b>",
         f"API calls: <b>{trace.api_calls}</b>",
-        f"API tokens in / out: <b>{usage.input_tokens} / {usage.output_tokens}</b>",
+        f"API tokens in / out: <b>{usage.input_tokens} / {usage.output_tokens}</b>"
+        + ("" if usage.known else " (a reply did not report its usage: at least)"),
         f"rounds: <b>{len(trace.rounds)}</b>",
         f"corrections: <b>{trace.corrections}</b>",
         f"repairs: <b>{trace.repairs}</b>",

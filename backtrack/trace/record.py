@@ -32,7 +32,8 @@ TARGET_ORIGINS: frozenset[str] = frozenset({"correction", "healed", "forced"})
 DropReason = Literal[
     "preamble",  # before the answer: "Here is the JSON:", a fence opening
     "before_answer",  # before where the answer was found, not reading as prose: maybe answer text
-    "reasoning",  # a reasoning model's `<think> ... </think>` block before its answer
+    "reasoning",  # a reasoning model's `<think> ... </think>` block, or what the API sent as
+    # reasoning apart from the answer (`reasoning_content`, Anthropic `thinking` blocks)
     "trailing",  # after a complete answer: prose, the blanks before it
     "fence",  # the closing fence of a fenced answer
     "repeat",  # the API writing again what was committed (its alignment removed it)
@@ -117,6 +118,7 @@ class Round:
     error: str | None = None
     request_id: str | None = None
     repairs: tuple[Repair, ...] = ()
+    usage_known: bool = True  # False: the reply did not report its usage
 
 
 @dataclass(frozen=True)
@@ -185,9 +187,12 @@ class Trace:
 
     @property
     def usage(self) -> Usage:
-        """API token usage summed over rounds, as the provider reported it."""
+        """API token usage summed over rounds, as the provider reported it; not `known` when a
+        reply did not report its own."""
         return Usage(
-            sum(r.input_tokens for r in self.rounds), sum(r.output_tokens for r in self.rounds)
+            sum(r.input_tokens for r in self.rounds),
+            sum(r.output_tokens for r in self.rounds),
+            known=all(r.usage_known for r in self.rounds),
         )
 
 

@@ -183,7 +183,8 @@ class AnthropicUsage(TypedDict):
 
 
 def usage(result: GuideResult) -> AnthropicUsage:
-    """The run's tokens as Anthropic's `usage`."""
+    """The run's tokens as Anthropic's `usage`. Its numbers are required: where a draft's reply
+    did not report its own (`result.usage.known` False) they leave that reply out."""
     return {"input_tokens": result.usage.input_tokens, "output_tokens": result.usage.output_tokens}
 
 

@@ -157,9 +157,12 @@ class OpenAIUsage(TypedDict):
     total_tokens: int
 
 
-def usage(result: GuideResult) -> OpenAIUsage:
-    """The run's tokens as OpenAI's `usage`."""
+def usage(result: GuideResult) -> OpenAIUsage | None:
+    """The run's tokens as OpenAI's `usage`; None (as a server that reports none sends) when no
+    draft's reply reported its own (a reply that does counts input tokens): 0/0 would be made up."""
     tokens = result.usage
+    if not tokens.known and not tokens.input_tokens:
+        return None
     return {
         "prompt_tokens": tokens.input_tokens,
         "completion_tokens": tokens.output_tokens,
@@ -194,7 +197,7 @@ def chat_completion(
                 message=message,
             )
         ],
-        usage=CompletionUsage(**usage(result)),
+        usage=None if (tokens := usage(result)) is None else CompletionUsage(**tokens),
         guide_result=result,
     )
     return reply

@@ -162,9 +162,12 @@ def read_kwargs(
     return OpenAIResponses().drafter(client, model, **kwargs), messages
 
 
-def usage(result: GuideResult) -> dict[str, Any]:
-    """The run's tokens as the Responses API's `usage`."""
+def usage(result: GuideResult) -> dict[str, Any] | None:
+    """The run's tokens as the Responses API's `usage`; None when no draft's reply reported its
+    own (openai_chat.usage)."""
     tokens = result.usage
+    if not tokens.known and not tokens.input_tokens:
+        return None
     return {
         "input_tokens": tokens.input_tokens,
         "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},

@@ -243,6 +243,10 @@ def summary(result: GuideResult, *, html: bool = False) -> dict[str, Any]:
         "lost_chars": result.lost_chars,
         "drops": [dataclasses.asdict(d) for d in result.drops],  # as the CLI's --json has them
         "local_tokens": result.local_tokens,
+        # False: a reply did not report its usage (llama.cpp's server sends none; an OpenAI
+        # stream closed at a cut): the reply's `usage` is a lower bound, or null where no reply
+        # reported any (Anthropic's shape must have numbers: 0).
+        "usage_known": result.usage.known,
         "seconds": round(result.seconds, 4),
     }
     if html:

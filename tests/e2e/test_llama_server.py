@@ -71,3 +71,4 @@ def test_a_real_weak_model_gets_valid_output_in_few_calls(
     assert result.api_calls <= 2
     value = json.loads(result.text)
     assert not [k for k, v in value.items() if v in keys], result.text
+    assert not result.usage.known  # the server streams no usage: not read as 0/0

@@ -76,10 +76,21 @@ class Reply:
     # chunks of `chunk_size` as the APIs do (OpenAI `delta.tool_calls`, Anthropic `tool_use`
     # blocks of `input_json_delta`); the finish reason then says so (tool_calls, tool_use).
     tool_calls: tuple[tuple[str, str, str], ...] = ()
+    # Reasoning streamed before the text in its own field, in chunks of `chunk_size`: OpenAI chat
+    # deltas of `reasoning_field` with null content (DeepSeek, vLLM, llama.cpp; vLLM's newer name
+    # is "reasoning"), Anthropic a `thinking` block of `thinking_delta`s and its `signature_delta`
+    # before the text block.
+    reasoning: str = ""
+    reasoning_field: str = "reasoning_content"
+    # Send no usage, whatever `stream_options` asks (llama.cpp's server).
+    no_usage: bool = False
 
     def argument_pieces(self, arguments: str) -> list[str]:
         size = max(self.chunk_size, 1)
         return [arguments[i : i + size] for i in range(0, len(arguments), size)]
+
+    def reasoning_pieces(self) -> list[str]:
+        return self.argument_pieces(self.reasoning)
 
     def pieces(self) -> list[str]:
         size = max(self.chunk_size, 1)
@@ -396,6 +407,10 @@ class _Handler(Handler):
             first = choice_chunk("")
             first["choices"][0]["delta"]["role"] = "assistant"
             self._event(first)
+            for piece in reply.reasoning_pieces():
+                chunk = choice_chunk(None)
+                chunk["choices"][0]["delta"] = {"content": None, reply.reasoning_field: piece}
+                self._event(chunk)
 
         def calls() -> None:
             for index, (call_id, name, arguments) in enumerate(reply.tool_calls):
@@ -421,7 +436,7 @@ class _Handler(Handler):
             return
         self._event(choice_chunk(None, _finish(reply, "tool_calls")))
         options = body.get("stream_options") or {}
-        if options.get("include_usage"):
+        if options.get("include_usage") and not reply.no_usage:
             prompt, completion = self._usage(exchange, reply)
             usage = {
                 "prompt_tokens": prompt,
@@ -473,12 +488,15 @@ class _Handler(Handler):
             self._event({"type": "message_stop"}, "message_stop")
             self._end_stream()
             return
+        thinking = 1 if reply.reasoning else 0
+        if thinking:
+            self._thinking(reply)
         # A reply that only calls tools starts with its first tool_use block, as Claude's do.
-        first_tool = 1 if reply.text or not reply.tool_calls else 0
-        if first_tool:
+        first_tool = thinking + (1 if reply.text or not reply.tool_calls else 0)
+        if first_tool > thinking:
             block = {
                 "type": "content_block_start",
-                "index": 0,
+                "index": thinking,
                 "content_block": {"type": "text", "text": ""},
             }
             self._event(block, "content_block_start")
@@ -487,14 +505,14 @@ class _Handler(Handler):
         def delta(piece: str) -> None:
             event = {
                 "type": "content_block_delta",
-                "index": 0,
+                "index": thinking,
                 "delta": {"type": "text_delta", "text": piece},
             }
             self._event(event, "content_block_delta")
 
         def calls() -> None:
             for index, (call_id, name, arguments) in enumerate(reply.tool_calls, start=first_tool):
-                if index:
+                if index > thinking:
                     stop = {"type": "content_block_stop", "index": index - 1}
                     self._event(stop, "content_block_stop")
                 use = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
@@ -527,6 +545,19 @@ class _Handler(Handler):
         )
         self._event({"type": "message_stop"}, "message_stop")
         self._end_stream()
+
+    def _thinking(self, reply: Reply) -> None:
+        """A `thinking` content block at index 0, as Claude streams one with extended thinking."""
+        block = {"type": "thinking", "thinking": "", "signature": ""}
+        self._event(
+            {"type": "content_block_start", "index": 0, "content_block": block},
+            "content_block_start",
+        )
+        deltas = [{"type": "thinking_delta", "thinking": p} for p in reply.reasoning_pieces()]
+        for delta in [*deltas, {"type": "signature_delta", "signature": "EqQBCgIYAhIM"}]:
+            event = {"type": "content_block_delta", "index": 0, "delta": delta}
+            self._event(event, "content_block_delta")
+        self._event({"type": "content_block_stop", "index": 0}, "content_block_stop")
 
     def _responses(self, exchange: Exchange, reply: Reply, streaming: bool) -> None:
         """The Responses API: typed events, each named by `event:` and numbered."""

@@ -496,7 +496,7 @@ def test_run_reads_the_prompt_from_stdin_and_prints_json(
     data = json.loads(out)
     assert (data["text"], data["valid"], data["complete"]) == (DOC, True, True)
     assert (data["stop_reason"], data["api_calls"], data["corrections"]) == ("complete", 1, 0)
-    assert data["usage"] == {"input_tokens": 11, "output_tokens": 5}
+    assert data["usage"] == {"input_tokens": 11, "output_tokens": 5, "known": True}
     assert {(s["origin"], s["round"]) for s in data["spans"]} == {("draft", 0)}
     assert "".join(s["text"] for s in data["spans"]) == DOC
     assert [r["kind"] for r in data["round_details"]] == ["draft"] == ["draft"] * data["rounds"]
@@ -648,9 +648,10 @@ def test_run_corrects_a_slip(
     data = json.loads(out)
     check_corrected(data, server, api)
     # The second reply's usage (7, 3). An OpenAI stream closed at the cut never gets its usage
-    # chunk; Anthropic's first event (message_start) says 7 input tokens and 1 output token.
-    usage = (14, 4) if kind == "anthropic" else (7, 3)
-    assert data["usage"] == {"input_tokens": usage[0], "output_tokens": usage[1]}
+    # chunk (so the usage is not known whole); Anthropic's first event (message_start) says 7
+    # input tokens and 1 output token.
+    usage = (14, 4, True) if kind == "anthropic" else (7, 3, False)
+    assert tuple(data["usage"].values()) == usage
     assert default_target == [{"device": None, "progress": default_target[0]["progress"]}]
     assert "(converted already)" in err and "loading the target model" in err
     assert f"HTML trace written to {page.resolve()}" in err
