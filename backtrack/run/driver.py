@@ -265,9 +265,7 @@ class Run:
                     # says it again when asked again: it stopped, it did not fail. The round
                     # ends "empty" and the local target writes on from the committed text. (A
                     # server that also failed otherwise is failing: its error is raised.)
-                    logger.info(
-                        "the API replied with nothing %d times: the target writes on", attempt
-                    )
+                    logger.info("the API replied nothing %d times: the target writes on", attempt)
                     break
                 if wait is None:
                     error = self._failed(exc, attempt - 1)
@@ -275,10 +273,7 @@ class Run:
                         raise  # its own cause stays; it is not made its own
                     raise error from masked_cause(exc)
                 logger.debug(
-                    "draft attempt %d failed (%s); retrying in %.2f s",
-                    attempt,
-                    type(exc).__name__,
-                    wait,
+                    "attempt %d failed (%s); retry in %.2fs", attempt, type(exc).__name__, wait
                 )
                 yield Wait(wait)
                 attempt += 1
