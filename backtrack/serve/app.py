@@ -61,7 +61,7 @@ from providers.errors import redact, scoped_keys
 if TYPE_CHECKING:
     import uvicorn
 
-    from local_target import LocalTarget
+    from local_target import Target
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class ServeConfig:
     options: GuideOptions = field(default_factory=GuideOptions)
 
 
-def create_app(config: ServeConfig, target: LocalTarget | None = None) -> Starlette:
+def create_app(config: ServeConfig, target: Target | None = None) -> Starlette:
     """The ASGI app. `target`: the local model every guided run shares (None: SmolLM2, loaded at
     the first correction)."""
     server = _Server(config, target)
@@ -113,7 +113,7 @@ def create_app(config: ServeConfig, target: LocalTarget | None = None) -> Starle
 
 
 def run_server(
-    config: ServeConfig, target: LocalTarget | None, *, host: str, port: int, log_level: str
+    config: ServeConfig, target: Target | None, *, host: str, port: int, log_level: str
 ) -> None:
     """Serve until interrupted (uvicorn)."""
     import uvicorn
@@ -127,7 +127,7 @@ def run_server(
 
 
 def uvicorn_config(
-    config: ServeConfig, target: LocalTarget | None, *, host: str, port: int, log_level: str
+    config: ServeConfig, target: Target | None, *, host: str, port: int, log_level: str
 ) -> uvicorn.Config:
     """uvicorn's settings for the app: its h11 HTTP/1.1 protocol with the read timeouts of
     `config.limits` (h11 also where httptools is installed), the app's lifespan on."""
@@ -147,7 +147,7 @@ def uvicorn_config(
 
 
 class _Server:
-    def __init__(self, config: ServeConfig, target: LocalTarget | None) -> None:
+    def __init__(self, config: ServeConfig, target: Target | None) -> None:
         self.config = config
         limits = config.limits
         grammars = GrammarCache(

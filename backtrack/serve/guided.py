@@ -27,7 +27,7 @@ from providers.errors import scoped_keys
 from providers.tool_calls import NoGuidedCall
 
 if TYPE_CHECKING:
-    from local_target import LocalTarget
+    from local_target import Target
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class GuidedRequests:
     they share, the time limit of one run, and the compiled grammars."""
 
     options: GuideOptions
-    target: LocalTarget | None
+    target: Target | None
     timeout: float
     grammars: GrammarCache
 

@@ -255,6 +255,29 @@ def test_run_with_a_folder_that_is_no_model(run_cli: Run, tmp_path: Path):
 
 
 @pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(["--target", "vllm:ftp://x"], "takes an http:// or https:// URL", id="url"),
+        pytest.param(
+            ["--target", "vllm:http://127.0.0.1:9", "--device", "cpu"],
+            "--device is the vLLM server's to choose",
+            id="device",
+        ),
+        pytest.param(["--tokenizer", "tok"], "--tokenizer goes with --target vllm:URL", id="tok"),
+        pytest.param(
+            ["--target", "vllm:http://127.0.0.1:9"],  # the discard port: nobody listens
+            "no model listed by the vLLM server at http://127.0.0.1:9/v1",
+            id="unreachable",
+        ),
+    ],
+)
+def test_run_on_a_vllm_target_that_cannot_be(run_cli: Run, argv: list[str], message: str):
+    code, out, err = run_cli("run", "hi", "-q", *argv)
+    assert (code, out) == (2, "")
+    assert message in one_error_line(err)
+
+
+@pytest.mark.parametrize(
     ("device", "message"),
     [
         pytest.param("warp9", "--device warp9: ", id="unknown"),
@@ -347,7 +370,7 @@ def test_run_failing_midway_writes_the_partial_trace(
     openai_server.script(text('{"a": [1, 2', finish_reason="length"), error(403, "forbidden"))
     page = tmp_path / "partial.html"
     argv = ["-p", "openai:gpt-test", "--base-url", f"{openai_server.url}/v1", "--html", str(page)]
-    code, out, err = run_cli("run", "hi", *argv)
+    code, out, err = run_cli("run", "hi", "-q", *argv)
     assert (code, out) == (2, "")
     assert err.splitlines()[-1].startswith("backtrack: error: openai.PermissionDeniedError: ")
     assert f"HTML trace of the work before the failure written to {page.resolve()}" in err
@@ -451,7 +474,7 @@ def test_a_stalled_server_times_out(
     monkeypatch.setattr("providers.retry.backoff", lambda attempt, exc: 0.0)
     url = f"{stalling.url}/v1" if kind == "openai" else stalling.url
     argv = ["-p", f"{kind}:m", "--base-url", url, "--timeout", "0.2", "--quiet"]
-    code, out, err = run_cli("run", "hi", *argv)
+    code, out, err = run_cli("run", "hi", "-q", *argv)
     assert (code, out) == (2, "")
     assert "timed out" in one_error_line(err)
     # The check that the server can be reached connects once (it waits for no answer); then
