@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -55,15 +55,15 @@ def vllm_python() -> str:
 
 
 @contextmanager
-def vllm_server(python: str) -> Iterator[str]:
+def vllm_server(python: str, extra: Sequence[str] = CHUNKED) -> Iterator[str]:
     """The base URL (…/v1) of a vLLM server on 127.0.0.1 with the processor, serving the SmolLM2
-    copy; its whole process group is stopped on exit. RuntimeError, with the end of its log,
-    where it does not come up within STARTUP_SECONDS."""
+    copy, with `extra` arguments for vLLM; its whole process group is stopped on exit.
+    RuntimeError, with the end of its log, where it does not come up within STARTUP_SECONDS."""
     port = free_port()
     log = tempfile.NamedTemporaryFile(prefix="vllm-", suffix=".log", delete=False)  # noqa: SIM115
     script = str(ROOT / "scripts" / "vllm_serve.py")
     process = subprocess.Popen(
-        [sys.executable, script, "--python", python, "--port", str(port), "--", *CHUNKED],
+        [sys.executable, script, "--python", python, "--port", str(port), "--", *extra],
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
