@@ -40,8 +40,8 @@ Run = Callable[[Callable[[str], None] | None], Coroutine[Any, Any, GuideResult]]
 
 @dataclass(frozen=True)
 class GuidedRequests:
-    """How a server answers guided requests: the options every run starts from, the local target
-    they share, the time limit of one run, and the compiled grammars."""
+    """How a server answers guided requests: the options every run starts from, the target they
+    share, the time limit of one run, and the compiled grammars."""
 
     options: GuideOptions
     target: Target | None
