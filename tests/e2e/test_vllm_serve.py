@@ -2,7 +2,7 @@
 vLLM server running backtrack's logits processor: a scripted upstream drafts a reply the schema
 refuses, vLLM corrects it, and the reply is the one `backtrack serve` gives with SmolLM2 in
 process; requests sent at once each get their own. Skips, saying why, where vLLM's environment is
-missing (tests/e2e/conftest.py)."""
+missing (tests/conftest.py, `vllm_url`)."""
 
 from __future__ import annotations
 

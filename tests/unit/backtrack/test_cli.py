@@ -370,7 +370,7 @@ def test_run_failing_midway_writes_the_partial_trace(
     openai_server.script(text('{"a": [1, 2', finish_reason="length"), error(403, "forbidden"))
     page = tmp_path / "partial.html"
     argv = ["-p", "openai:gpt-test", "--base-url", f"{openai_server.url}/v1", "--html", str(page)]
-    code, out, err = run_cli("run", "hi", "-q", *argv)
+    code, out, err = run_cli("run", "hi", *argv)
     assert (code, out) == (2, "")
     assert err.splitlines()[-1].startswith("backtrack: error: openai.PermissionDeniedError: ")
     assert f"HTML trace of the work before the failure written to {page.resolve()}" in err
@@ -474,7 +474,7 @@ def test_a_stalled_server_times_out(
     monkeypatch.setattr("providers.retry.backoff", lambda attempt, exc: 0.0)
     url = f"{stalling.url}/v1" if kind == "openai" else stalling.url
     argv = ["-p", f"{kind}:m", "--base-url", url, "--timeout", "0.2", "--quiet"]
-    code, out, err = run_cli("run", "hi", "-q", *argv)
+    code, out, err = run_cli("run", "hi", *argv)
     assert (code, out) == (2, "")
     assert "timed out" in one_error_line(err)
     # The check that the server can be reached connects once (it waits for no answer); then
