@@ -52,7 +52,7 @@ if TYPE_CHECKING:
         GuidedAsyncOpenAI,
         GuidedOpenAI,
     )
-    from local_target import LocalTarget
+    from local_target import Target
 
 # How a guided create() call is read: (client, kwargs) -> (drafter, prompt); `kwargs` is what is
 # left once the grammar and the options are out.
@@ -113,7 +113,7 @@ class _Proxy:
 def wrap(
     client: OpenAI,
     *,
-    target: LocalTarget | None = None,
+    target: Target | None = None,
     options: GuideOptions | None = None,
     **option_changes: Any,
 ) -> GuidedOpenAI: ...
@@ -121,7 +121,7 @@ def wrap(
 def wrap(
     client: AsyncOpenAI,
     *,
-    target: LocalTarget | None = None,
+    target: Target | None = None,
     options: GuideOptions | None = None,
     **option_changes: Any,
 ) -> GuidedAsyncOpenAI: ...
@@ -129,7 +129,7 @@ def wrap(
 def wrap(
     client: Anthropic,
     *,
-    target: LocalTarget | None = None,
+    target: Target | None = None,
     options: GuideOptions | None = None,
     **option_changes: Any,
 ) -> GuidedAnthropic: ...
@@ -137,14 +137,14 @@ def wrap(
 def wrap(
     client: AsyncAnthropic,
     *,
-    target: LocalTarget | None = None,
+    target: Target | None = None,
     options: GuideOptions | None = None,
     **option_changes: Any,
 ) -> GuidedAsyncAnthropic: ...
 def wrap(
     client: Any,
     *,
-    target: LocalTarget | None = None,
+    target: Target | None = None,
     options: GuideOptions | None = None,
     **option_changes: Any,
 ) -> Any:
@@ -177,7 +177,7 @@ def wrap(
 class _Defaults:
     """What wrap() was given for every guided call."""
 
-    target: LocalTarget | None
+    target: Target | None
     options: GuideOptions
 
 
@@ -189,7 +189,7 @@ class _Call:
     drafter: SdkDrafter
     grammar: GrammarLike
     prompt: list[Message]
-    target: LocalTarget | None
+    target: Target | None
     options: GuideOptions
     respond: Respond
     events: EventStream | None

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from local_target.correction import Correction
     from local_target.decoding import DecodingPolicy, TokenFlag
+    from local_target.engine import Session, Target
     from local_target.sampling import Sampling
     from local_target.session import TargetSession
     from local_target.target import LocalTarget
@@ -25,6 +26,8 @@ __all__ = [
     "DecodingPolicy",
     "LocalTarget",
     "Sampling",
+    "Session",
+    "Target",
     "TargetSession",
     "TokenFlag",
 ]
@@ -35,6 +38,8 @@ _MODULES = {
     "DecodingPolicy": "local_target.decoding",
     "LocalTarget": "local_target.target",
     "Sampling": "local_target.sampling",
+    "Session": "local_target.engine",
+    "Target": "local_target.engine",
     "TargetSession": "local_target.session",
     "TokenFlag": "local_target.decoding",
 }

@@ -8,7 +8,8 @@ target's decoding does; this side walks the tokens it gets back through the same
 vLLM's prefix caching keeps what corrections of one request share, in place of the local target's
 KV rollback, and its batching runs the corrections of concurrent requests together.
 
-Sessions have the local target's `correct`; what they lack is said where it is asked for.
+Sessions have the local target's `correct` and `likeliest` (the run's Session, local_target.
+engine); what they lack is said where it is asked for.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from local_target.correction import Correction
 from local_target.decoding import Until
 from local_target.errors import TargetError
+from local_target.model import common_prefix
 from local_target.prompt import Prompt, prompt_ids
 from local_target.sampling import Sampling
 from local_target.vllm_request import CorrectionArgs
@@ -52,7 +54,16 @@ class VllmTarget:
         n_logits = int(AutoConfig.from_pretrained(tokenizer_folder).vocab_size)
         self.vocab = Vocabulary(self.tokenizer, n_logits)
         self.client = OpenAI(base_url=base_url, api_key="unused", max_retries=0, timeout=600)
-        self.model = model or self.client.models.list().data[0].id
+        self.model = model or self._served_model(base_url)
+
+    def _served_model(self, base_url: str) -> str:
+        """The model the server serves (the first it lists)."""
+        from openai import OpenAIError
+
+        try:
+            return self.client.models.list().data[0].id
+        except (OpenAIError, IndexError) as exc:
+            raise TargetError(f"no model listed by the vLLM server at {base_url}: {exc}") from exc
 
     def session(self, prompt: Prompt) -> VllmSession:
         return VllmSession(self, prompt_ids(self.tokenizer, prompt, self.vocab.eos))
@@ -105,21 +116,52 @@ class VllmSession:
         steps.replay(self._complete([*self.prompt_ids, *text_ids], args))
         return _correction(steps, time.perf_counter() - start)
 
-    def _complete(self, ids: list[int], args: CorrectionArgs) -> list[int]:
-        """The tokens the server wrote after `ids`, its closing EOS left off."""
+    def likeliest(self, texts: list[str]) -> int:
+        """The index of the text the model finds likeliest after the prompt, among texts that
+        differ only in their ends: the log-probability of each one's tokens after the tokens they
+        all start with, all scored whole in one request (`prompt_logprobs`), where the local
+        session scores its few finalists by their first token. The first of equal scores wins."""
+        encoded = [self.target.vocab.encode(text) for text in texts]
+        if len(texts) < 2 or not all(encoded):
+            return 0
+        shared = min(common_prefix(encoded[0], ids) for ids in encoded)
+        shared = min(shared, *(len(ids) - 1 for ids in encoded))  # each scores a token at least
+        prompts = [[*self.prompt_ids, *ids] for ids in encoded]
+        response = self._request(
+            "scoring", prompt=prompts, max_tokens=1, extra_body={"prompt_logprobs": 0}
+        )
+        start = len(self.prompt_ids) + shared
+        scores = [0.0] * len(texts)
+        for choice in response.choices:
+            rows = (choice.model_extra or {}).get("prompt_logprobs") or []
+            ids = prompts[choice.index]
+            if len(rows) != len(ids):
+                raise TargetError("the vLLM server gave no log-probability for each prompt token")
+            scores[choice.index] = sum(
+                rows[at][str(ids[at])]["logprob"] for at in range(start, len(ids))
+            )
+        logger.debug("likeliest of %d texts: scores %s", len(texts), scores)
+        return max(range(len(texts)), key=scores.__getitem__)
+
+    def _request(self, what: str, **fields: Any) -> Any:
+        """A completion request to the server, greedy; its failure a TargetError."""
         from openai import OpenAIError
 
         target = self.target
         try:
-            response = target.client.completions.create(
-                model=target.model,
-                prompt=ids,
-                max_tokens=args.max_tokens + _SLACK,
-                temperature=0.0,
-                extra_body={"vllm_xargs": args.xargs(), "return_token_ids": True},
-            )
+            return target.client.completions.create(model=target.model, temperature=0.0, **fields)
         except OpenAIError as exc:
-            raise TargetError(f"the vLLM server refused the correction: {exc}") from exc
+            raise TargetError(f"the vLLM server refused the {what}: {exc}") from exc
+
+    def _complete(self, ids: list[int], args: CorrectionArgs) -> list[int]:
+        """The tokens the server wrote after `ids`, its closing EOS left off."""
+        target = self.target
+        response = self._request(
+            "correction",
+            prompt=ids,
+            max_tokens=args.max_tokens + _SLACK,
+            extra_body={"vllm_xargs": args.xargs(), "return_token_ids": True},
+        )
         choice = response.choices[0]
         extra: dict[str, Any] = choice.model_extra or {}
         tokens = list(extra.get("token_ids") or [])

@@ -7,12 +7,15 @@
                                          and a dummy key; closed after the test
     smollm2 (alias: target)              the real SmolLM2-135M-Instruct LocalTarget, one per
                                          session, on one torch thread
+    vllm_url                             a vLLM server with backtrack's logits processor on
+                                         SmolLM2, one per session (skips where vLLM is missing)
 
 Nothing here leaves 127.0.0.1.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +87,27 @@ def smollm2() -> Iterator[LocalTarget]:
 @pytest.fixture
 def target(smollm2: LocalTarget) -> LocalTarget:
     return smollm2
+
+
+@pytest.fixture(scope="session")
+def vllm_url() -> Iterator[str]:
+    """The base URL (…/v1) of a vLLM server with backtrack's logits processor, serving SmolLM2:
+    $BACKTRACK_VLLM_URL where set (one already running, started with scripts/vllm_serve.py and
+    tests/support/vllm_server.py's CHUNKED arguments), else one started here (about a minute on
+    2 cores) and stopped after the session. Skips, saying why, where vLLM's environment is
+    missing."""
+    from tests.support.vllm_server import Unavailable, vllm_python, vllm_server
+
+    running = os.environ.get("BACKTRACK_VLLM_URL")
+    if running:
+        yield running
+        return
+    try:
+        python = vllm_python()
+    except Unavailable as exc:
+        pytest.skip(str(exc))
+    with vllm_server(python) as url:
+        yield url
 
 
 @pytest.fixture

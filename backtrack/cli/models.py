@@ -21,8 +21,11 @@ from local_target.errors import TargetError
 from local_target.loading import load_pretrained, pick_device
 from providers.base import Capabilities, Drafter, DraftRequest, DraftStream
 
+# `--target vllm:URL`: corrections on a vLLM server (local_target.vllm_target)
+VLLM = "vllm:"
+
 if TYPE_CHECKING:  # they import torch: `backtrack --help` must not wait for it
-    from local_target import LocalTarget, TargetSession
+    from local_target import LocalTarget, Target, TargetSession
 
 
 @contextlib.contextmanager
@@ -53,10 +56,15 @@ def check_device(spec: str | None) -> None:
         raise CommandError(f"--device {spec}: CUDA is not available here")
 
 
-def load_target(args: argparse.Namespace, progress: Progress) -> LocalTarget:
-    """The local target: SmolLM2 by default, or a transformers model folder (`--target`)."""
+def load_target(args: argparse.Namespace, progress: Progress) -> Target:
+    """The target: SmolLM2 in process by default, a transformers model folder (`--target DIR`),
+    or a vLLM server with backtrack's logits processor (`--target vllm:URL`)."""
     from local_target import LocalTarget
 
+    if args.target is not None and args.target.startswith(VLLM):
+        return vllm_target(args.target.removeprefix(VLLM), args.tokenizer, args.device, progress)
+    if args.tokenizer is not None:
+        raise CommandError("--tokenizer goes with --target vllm:URL (a model folder has its own)")
     if args.target is None:
         with progress.step("loading the target model, SmolLM2-135M-Instruct"):
             check_device(args.device)
@@ -72,6 +80,23 @@ def load_target(args: argparse.Namespace, progress: Progress) -> LocalTarget:
         except (OSError, ValueError) as exc:
             raise TargetError(f"cannot load the target model from {folder}: {exc}") from exc
         return LocalTarget(model, tokenizer)
+
+
+def vllm_target(url: str, tokenizer: str | None, device: str | None, progress: Progress) -> Target:
+    """The vLLM server at `url` (its OpenAI-compatible root) as target, with the tokenizer of the
+    model it serves (`tokenizer`, a folder; default: the SmolLM2 copy the server script serves)."""
+    from local_target.loading import converted_smollm2
+    from local_target.vllm_target import VllmTarget
+
+    if device is not None:
+        raise CommandError("--device is the vLLM server's to choose with --target vllm:URL")
+    if not url.startswith(("http://", "https://")):
+        raise CommandError(f"--target vllm:URL takes an http:// or https:// URL, not {url!r}")
+    base = url.rstrip("/")
+    base = base if base.endswith("/v1") else f"{base}/v1"
+    with progress.step(f"connecting to the vLLM target at {base}"), _no_transformers_bars():
+        folder = Path(tokenizer) if tokenizer is not None else converted_smollm2(progress.note)
+        return VllmTarget(base, folder)
 
 
 def sdk_client(kind: str, args: argparse.Namespace) -> Any:
@@ -92,11 +117,15 @@ def sdk_client(kind: str, args: argparse.Namespace) -> Any:
 
 
 def drafter_for(
-    args: argparse.Namespace, kind: str, model: str, target: LocalTarget, client: Any
+    args: argparse.Namespace, kind: str, model: str, target: Target, client: Any
 ) -> Drafter:
     """The drafter for the provider: on the target for the local one, else through `client`,
     its SDK client (`sdk_client`)."""
+    from local_target import LocalTarget
+
     if kind == "local":
+        if not isinstance(target, LocalTarget):
+            raise CommandError("the local provider drafts on an in-process target, not vllm:URL")
         return LocalDrafter(target)
     shape: Shape
     if kind == "anthropic":

@@ -96,7 +96,17 @@ def _temperature(text: str) -> float:
 
 
 def _add_target_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--target", metavar="DIR", help="a local transformers model folder as target")
+    p.add_argument(
+        "--target",
+        metavar="DIR|vllm:URL",
+        help="the target: a local transformers model folder, or vllm:URL, a vLLM server running"
+        " backtrack's logits processor (scripts/vllm_serve.py) (default: SmolLM2 in process)",
+    )
+    p.add_argument(
+        "--tokenizer",
+        metavar="DIR",
+        help="with --target vllm:URL: the served model's tokenizer folder (default: SmolLM2's)",
+    )
     p.add_argument("--device", help="where the target runs: cpu, cuda, cuda:1... (default: auto)")
 
 

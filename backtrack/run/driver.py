@@ -48,7 +48,7 @@ from providers.errors import ProviderError, masked, masked_cause
 from providers.retry import next_wait
 
 if TYPE_CHECKING:  # they import torch, which a run needs only when its target is used
-    from local_target import LocalTarget, TargetSession
+    from local_target import LocalTarget, Session, Target
 
 logger = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ class Run:
         drafter: object,
         grammar: GrammarLike,
         prompt: Prompt,
-        target: LocalTarget | None,
+        target: Target | None,
         options: GuideOptions,
         on_text: Callable[[str], None] | None = None,
     ) -> None:
@@ -106,12 +106,12 @@ class Run:
         self.loop = GuideLoop(Grammar.coerce(grammar), prompt, options, self._likeliest)
         self.drafter: Drafter | AsyncDrafter = as_drafter(drafter)
         self.prompt = prompt
-        self.target = target
+        self.target: Target | None = target
         # A drafter on the target's own model drafts in the run's session: one KV cache.
         self._shares = isinstance(self.drafter, SessionDrafter) and (
             target is None or target is self.drafter.target
         )
-        self._session: TargetSession | None = None
+        self._session: Session | None = None
         self._effects: Generator[Effect, Outcome, GuideResult] | None = None
         self._retries = 0  # of the draft round under way
 
@@ -121,9 +121,11 @@ class Run:
         in a thread)."""
         if self._shares and isinstance(self.drafter, SessionDrafter):
             self.target = self.drafter.target
-            self.drafter = self.drafter.in_session(self.session())
+            shared = self.drafter.target.session(self.prompt)
+            self._session = shared
+            self.drafter = self.drafter.in_session(shared)
 
-    def session(self) -> TargetSession:
+    def session(self) -> Session:
         """The run's session on the target (loads the default target on first use)."""
         if self._session is None:
             target = self.target if self.target is not None else default_target()

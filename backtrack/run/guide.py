@@ -28,7 +28,7 @@ from grammars import GrammarLike
 from providers.base import AsyncDrafter, AsyncDraftStream, Drafter, Prompt, check_prompt
 
 if TYPE_CHECKING:
-    from local_target import LocalTarget
+    from local_target import Target
 
 DrafterLike = Drafter | AsyncDrafter | Callable[..., Any]
 """What drafts: a Drafter or AsyncDrafter from `providers`, or a function `(prompt, prefix) ->
@@ -40,14 +40,19 @@ str` (or `(text) -> str`, sync or async, returning a str or yielding chunks)."""
 CHECK_SLICE = 1024
 # Worker threads for aguide's checks and repairs, shared by every run in the process: enough that
 # one run's long repair search does not hold up the others' checks (the GIL gives them turns),
-# apart from the default executor, where corrections wait for the target's lock.
+# apart from the correction threads.
 CHECK_THREADS = 8
+# Worker threads for corrections, shared by every run in the process: on a LocalTarget they wait
+# for its lock one at a time; on a VllmTarget each is a request in flight, and the server batches
+# the concurrent ones (the default executor's min(32, cores + 4) threads would cap them at 6 on
+# 2 cores).
+CORRECTION_THREADS = 128
 # A chunk this short that only needs checking (no search: GuideLoop.checks_only) is checked on the
 # loop: tens of microseconds, less than a thread's round trip, which would cost most when chunks
 # are small and many.
 INLINE_CHECK = 64
-_checks: ThreadPoolExecutor | None = None
-_checks_lock = threading.Lock()
+_pools: dict[str, ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
 
 T = TypeVar("T")
 
@@ -59,7 +64,7 @@ def _run(
     generate_fn: DrafterLike,
     grammar: GrammarLike,
     prompt: Prompt,
-    target: LocalTarget | None,
+    target: Target | None,
     options: GuideOptions | None,
     on_text: Callable[[str], None] | None,
     changes: dict[str, Any],
@@ -73,7 +78,7 @@ def guide(
     grammar: GrammarLike,
     *,
     prompt: Prompt = "",
-    target: LocalTarget | None = None,
+    target: Target | None = None,
     options: GuideOptions | None = None,
     on_text: Callable[[str], None] | None = None,
     **option_changes: Any,
@@ -107,7 +112,7 @@ def guide_pieces(
     grammar: GrammarLike,
     *,
     prompt: Prompt = "",
-    target: LocalTarget | None = None,
+    target: Target | None = None,
     options: GuideOptions | None = None,
     **option_changes: Any,
 ) -> Generator[str, None, GuideResult]:
@@ -177,14 +182,14 @@ async def aguide(
     grammar: GrammarLike,
     *,
     prompt: Prompt = "",
-    target: LocalTarget | None = None,
+    target: Target | None = None,
     options: GuideOptions | None = None,
     on_text: Callable[[str], None] | None = None,
     **option_changes: Any,
 ) -> GuideResult:
     """The async twin of guide(): drafts stream with `await`; the CPU work runs in worker threads,
     never on the event loop: checks and repair searches (the run's steps) in aguide's own
-    (CHECK_THREADS), the local model's corrections in the default executor. Only a short chunk
+    (CHECK_THREADS), the target's corrections in their own (CORRECTION_THREADS). Only a short chunk
     that needs no search is checked on the loop (INLINE_CHECK). `on_text` is called on the event
     loop's thread. Cancelled, the run stops at once: a step under way in a thread
     ends there unseen, a correction stops before its next forward pass."""
@@ -215,7 +220,7 @@ class AsyncGuideRun:
         grammar: GrammarLike,
         *,
         prompt: Prompt = "",
-        target: LocalTarget | None = None,
+        target: Target | None = None,
         options: GuideOptions | None = None,
         on_text: Callable[[str], None] | None = None,
         **option_changes: Any,
@@ -255,7 +260,7 @@ class AsyncGuideRun:
         """`fn(*args)` in a check thread (in this context: its contextvars go along); then the
         text it made final goes to on_text, unless the caller was cancelled meanwhile."""
         call = functools.partial(contextvars.copy_context().run, fn, *args)
-        step: Future[T] = _check_threads().submit(call)
+        step: Future[T] = _threads("check", CHECK_THREADS).submit(call)
         self._step = step
         done = asyncio.wrap_future(step)
         try:
@@ -280,7 +285,11 @@ class AsyncGuideRun:
         if isinstance(effect, Correct):
             cancel = threading.Event()
             try:
-                return await asyncio.to_thread(run.correct, effect.call, cancel)
+                call = functools.partial(
+                    contextvars.copy_context().run, run.correct, effect.call, cancel
+                )
+                pool = _threads("correction", CORRECTION_THREADS)
+                return await asyncio.get_running_loop().run_in_executor(pool, call)
             except asyncio.CancelledError:
                 # The worker thread cannot be cancelled: stop it before its next forward pass, or
                 # it writes the rest of the correction on the shared target for nobody.
@@ -315,12 +324,12 @@ class AsyncGuideRun:
         return await awaited_within(awaitable, self.run.loop.budget.seconds_left)
 
 
-def _check_threads() -> ThreadPoolExecutor:
-    global _checks
-    with _checks_lock:
-        if _checks is None:
-            _checks = ThreadPoolExecutor(CHECK_THREADS, thread_name_prefix="backtrack-check")
-        return _checks
+def _threads(kind: str, count: int) -> ThreadPoolExecutor:
+    """The process's pool of `count` worker threads for `kind`, made on first use."""
+    with _pools_lock:
+        if kind not in _pools:
+            _pools[kind] = ThreadPoolExecutor(count, thread_name_prefix=f"backtrack-{kind}")
+        return _pools[kind]
 
 
 def _receive(run: Run, chunk: str, stream: AsyncDraftStream) -> bool:

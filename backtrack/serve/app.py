@@ -8,14 +8,17 @@
 
 A request without a grammar goes upstream untouched, streamed or not. One with a grammar
 (backtrack.serve.fields) is guided (backtrack.serve.guided): the upstream drafts through the
-provider SDK, the local target corrects, and the reply comes in the shape's own form
+provider SDK, the target corrects, and the reply comes in the shape's own form
 (backtrack.wire) with a `backtrack` summary; `stream: true` sends the text as it becomes final
 (guide's `on_text`), the summary on the last event. Guided runs are aguide's (`AsyncGuideRun`) on
 the server's event loop: upstream calls are awaited there, while checks and repair searches run in
-aguide's check threads and the target's forward passes in worker threads that take the target's
-lock one at a time, so one slow run holds up no other request and one loaded target serves every
-request. A client that hangs up (mid-stream or while waiting for a whole reply) cancels its run:
-the upstream stream is closed, a correction stops before its next forward pass.
+aguide's check threads and corrections in its correction threads, so one slow run holds up no
+other request. One target serves every request: in process (`LocalTarget`, its forward passes
+one at a time behind its lock), or a vLLM server (`--target vllm:URL`), which batches the
+corrections of concurrent requests; the server then holds no model and any number of replicas
+may share that one. A client that hangs up (mid-stream or while waiting for a whole reply) cancels
+its run: the upstream stream is closed, a correction stops before its next forward pass (on vLLM,
+one not yet sent is not sent).
 
 Limits (ServeLimits) answer in the shape's error form: a body past `max_body_bytes` 413, a
 grammar past `max_grammar_bytes` or `compile_seconds` 400, a run past `timeout` 504 with the
@@ -61,7 +64,7 @@ from providers.errors import redact, scoped_keys
 if TYPE_CHECKING:
     import uvicorn
 
-    from local_target import LocalTarget
+    from local_target import Target
 
 logger = logging.getLogger(__name__)
 
@@ -100,9 +103,9 @@ class ServeConfig:
     options: GuideOptions = field(default_factory=GuideOptions)
 
 
-def create_app(config: ServeConfig, target: LocalTarget | None = None) -> Starlette:
-    """The ASGI app. `target`: the local model every guided run shares (None: SmolLM2, loaded at
-    the first correction)."""
+def create_app(config: ServeConfig, target: Target | None = None) -> Starlette:
+    """The ASGI app. `target`: the target every guided run shares (None: SmolLM2 in process,
+    loaded at the first correction)."""
     server = _Server(config, target)
     routes = [
         Route("/health", server.health, methods=["GET"]),
@@ -113,7 +116,7 @@ def create_app(config: ServeConfig, target: LocalTarget | None = None) -> Starle
 
 
 def run_server(
-    config: ServeConfig, target: LocalTarget | None, *, host: str, port: int, log_level: str
+    config: ServeConfig, target: Target | None, *, host: str, port: int, log_level: str
 ) -> None:
     """Serve until interrupted (uvicorn)."""
     import uvicorn
@@ -127,7 +130,7 @@ def run_server(
 
 
 def uvicorn_config(
-    config: ServeConfig, target: LocalTarget | None, *, host: str, port: int, log_level: str
+    config: ServeConfig, target: Target | None, *, host: str, port: int, log_level: str
 ) -> uvicorn.Config:
     """uvicorn's settings for the app: its h11 HTTP/1.1 protocol with the read timeouts of
     `config.limits` (h11 also where httptools is installed), the app's lifespan on."""
@@ -147,7 +150,7 @@ def uvicorn_config(
 
 
 class _Server:
-    def __init__(self, config: ServeConfig, target: LocalTarget | None) -> None:
+    def __init__(self, config: ServeConfig, target: Target | None) -> None:
         self.config = config
         limits = config.limits
         grammars = GrammarCache(

@@ -27,7 +27,7 @@ from providers.errors import scoped_keys
 from providers.tool_calls import NoGuidedCall
 
 if TYPE_CHECKING:
-    from local_target import LocalTarget
+    from local_target import Target
 
 logger = logging.getLogger(__name__)
 
@@ -40,11 +40,11 @@ Run = Callable[[Callable[[str], None] | None], Coroutine[Any, Any, GuideResult]]
 
 @dataclass(frozen=True)
 class GuidedRequests:
-    """How a server answers guided requests: the options every run starts from, the local target
-    they share, the time limit of one run, and the compiled grammars."""
+    """How a server answers guided requests: the options every run starts from, the target they
+    share, the time limit of one run, and the compiled grammars."""
 
     options: GuideOptions
-    target: LocalTarget | None
+    target: Target | None
     timeout: float
     grammars: GrammarCache
 

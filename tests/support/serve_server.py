@@ -14,11 +14,11 @@ import uvicorn
 from backtrack.serve.app import ServeConfig, uvicorn_config
 
 if TYPE_CHECKING:
-    from local_target import LocalTarget
+    from local_target import Target
 
 
 @contextmanager
-def running(config: ServeConfig, target: LocalTarget | None = None) -> Iterator[str]:
+def running(config: ServeConfig, target: Target | None = None) -> Iterator[str]:
     """The server's base URL while it runs; stopped (and its lifespan closed) on exit."""
     settings = uvicorn_config(config, target, host="127.0.0.1", port=0, log_level="warning")
     server = uvicorn.Server(settings)

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
+
+from tests.support.serve_process import free_port, wait_ready
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_PYTHON = "/work/vllm-env/bin/python"
@@ -54,49 +54,28 @@ def vllm_python() -> str:
     return python
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @contextmanager
-def vllm_server(python: str) -> Iterator[str]:
+def vllm_server(python: str, extra: Sequence[str] = CHUNKED) -> Iterator[str]:
     """The base URL (…/v1) of a vLLM server on 127.0.0.1 with the processor, serving the SmolLM2
-    copy; its whole process group is stopped on exit. RuntimeError, with the end of its log,
-    where it does not come up within STARTUP_SECONDS."""
-    port = _free_port()
+    copy, with `extra` arguments for vLLM; its whole process group is stopped on exit.
+    RuntimeError, with the end of its log, where it does not come up within STARTUP_SECONDS."""
+    port = free_port()
     log = tempfile.NamedTemporaryFile(prefix="vllm-", suffix=".log", delete=False)  # noqa: SIM115
     script = str(ROOT / "scripts" / "vllm_serve.py")
     process = subprocess.Popen(
-        [sys.executable, script, "--python", python, "--port", str(port), "--", *CHUNKED],
+        [sys.executable, script, "--python", python, "--port", str(port), "--", *extra],
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}/v1"
     try:
-        _wait_ready(url, process, Path(log.name))
+        wait_ready(f"{url}/models", process, Path(log.name), STARTUP_SECONDS)
         yield url
     finally:
         _stop(process)
         log.close()
         os.unlink(log.name)
-
-
-def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            break
-        try:
-            with urllib.request.urlopen(f"{url}/models", timeout=5):
-                return
-        except OSError:
-            time.sleep(2)
-    tail = log.read_text(errors="replace")[-3000:]
-    raise RuntimeError(f"the vLLM server did not come up (exit {process.poll()}):\n{tail}")
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

@@ -255,6 +255,29 @@ def test_run_with_a_folder_that_is_no_model(run_cli: Run, tmp_path: Path):
 
 
 @pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(["--target", "vllm:ftp://x"], "takes an http:// or https:// URL", id="url"),
+        pytest.param(
+            ["--target", "vllm:http://127.0.0.1:9", "--device", "cpu"],
+            "--device is the vLLM server's to choose",
+            id="device",
+        ),
+        pytest.param(["--tokenizer", "tok"], "--tokenizer goes with --target vllm:URL", id="tok"),
+        pytest.param(
+            ["--target", "vllm:http://127.0.0.1:9"],  # the discard port: nobody listens
+            "no model listed by the vLLM server at http://127.0.0.1:9/v1",
+            id="unreachable",
+        ),
+    ],
+)
+def test_run_on_a_vllm_target_that_cannot_be(run_cli: Run, argv: list[str], message: str):
+    code, out, err = run_cli("run", "hi", "-q", *argv)
+    assert (code, out) == (2, "")
+    assert message in one_error_line(err)
+
+
+@pytest.mark.parametrize(
     ("device", "message"),
     [
         pytest.param("warp9", "--device warp9: ", id="unknown"),

@@ -1,0 +1,49 @@
+"""What a guided run needs of a target, whichever engine writes its corrections: the in-process
+transformers model (local_target.target.LocalTarget) or a vLLM server running backtrack's logits
+processor (local_target.vllm_target.VllmTarget).
+
+A target gives one session per run's prompt; a session writes corrections of committed text and
+says which of several texts that tie it finds likeliest. The run (backtrack.run) calls nothing
+else, so it does not care which engine it has.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from grammars.grammar import Grammar
+    from local_target.correction import Correction
+    from local_target.decoding import Until
+    from local_target.prompt import Prompt
+    from local_target.sampling import Sampling
+
+
+class Session(Protocol):
+    """One prompt on a target."""
+
+    def correct(
+        self,
+        text: str,
+        grammar: Grammar,
+        *,
+        max_tokens: int = ...,
+        until: Until = ...,
+        sampling: Sampling | None = ...,
+        heal: bool = ...,
+        cancel: threading.Event | None = ...,
+        hint: str = ...,
+    ) -> Correction:
+        """A grammar-valid continuation of `text` (a valid prefix) in at most `max_tokens`."""
+        ...
+
+    def likeliest(self, texts: list[str]) -> int:
+        """The index of the text the model finds likeliest after the prompt."""
+        ...
+
+
+class Target(Protocol):
+    """An engine that writes corrections: one session per prompt."""
+
+    def session(self, prompt: Prompt) -> Session: ...
