@@ -65,6 +65,6 @@ def _stuck(rounds: Sequence[Round]) -> bool:
     calls are bounded by the slips the API makes, not by how often it makes one."""
     drafts = [r for r in rounds if r.kind == "draft"][-2:]
     return len(drafts) == 2 and all(
-        r.cut_at is not None and 3 * r.accepted_chars < r.accepted_chars + r.rejected_chars
+        r.cut_at is not None and (not r.accepted_chars or 2 * r.accepted_chars < r.rejected_chars)
         for r in drafts
     )
