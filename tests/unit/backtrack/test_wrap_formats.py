@@ -136,3 +136,30 @@ def test_chat_usage_is_asked_for_beside_the_callers_stream_options(
     assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (13, 4)
     kept = {"include_usage": True, "include_obfuscation": False}  # the caller's, usage asked
     assert [b["stream_options"] for b in openai_server.bodies] == [kept, kept]
+
+
+TOOL = {"type": "function", "name": "forecast", "parameters": SCHEMA, "strict": True}
+
+
+def test_what_wrap_does_not_guide_goes_to_the_sdk_as_it_is(
+    openai_server: Any, openai_client: Any, anthropic_server: Any, anthropic_client: Any
+):
+    """The README's rows passed through: the Responses API with tools (their calls are not read),
+    Anthropic's beta messages, and the SDK's own stream helpers reach the server unchanged and
+    come back as the SDK's replies, with no GuideResult."""
+    client = wrap(openai_client())
+    openai_server.script(text("no tool needed"))
+    reply = client.responses.create(model="m", input="hi", tools=[TOOL])
+    assert reply.output_text == "no tool needed" and not hasattr(reply, "guide_result")
+    assert openai_server.bodies[-1] == {"model": "m", "input": "hi", "tools": [TOOL]}
+    openai_server.script(text("streamed as it is"))
+    with client.chat.completions.stream(model="m", messages=MESSAGES) as stream:
+        assert stream.get_final_completion().choices[0].message.content == "streamed as it is"
+    assert openai_server.bodies[-1]["stream"] is True
+    anthropic = wrap(anthropic_client())
+    anthropic_server.script(text("beta words"))
+    beta = anthropic.beta.messages.create(model="m", max_tokens=16, messages=MESSAGES)
+    assert beta.content[0].text == "beta words" and not hasattr(beta, "guide_result")
+    anthropic_server.script(text("stream helper words"))
+    with anthropic.messages.stream(model="m", max_tokens=16, messages=MESSAGES) as events:
+        assert events.get_final_message().content[0].text == "stream helper words"
