@@ -159,7 +159,7 @@ class HandBack:
 
     def api_finished(self) -> bool:
         """The drafter's reply ended after its slip with nothing but closing what it had open
-        (`\n}`, a required key left out before it): should the correction not reach that, the
+        (`\\n}`, a required key left out before it): should the correction not reach that, the
         API has said all it means to (asked again, a weak model restarts its answer:
         `"occupation": {"name": ...`), and the target finishes the text. A reply whose rest
         holds content (`True, "n": None}`) or stopped mid-way (`"b": 2, `) is the API's to go on."""
