@@ -120,17 +120,32 @@ def commentary(text: str) -> bool:
 _HEADING = re.compile(r"\s*#{1,6} +\w")
 
 
+def capitalised(text: str) -> bool:
+    """Whether `text` opens as a sentence does: a capital letter, then a small one."""
+    return _CAPITALISED.match(text) is not None
+
+
+_CAPITALISED = re.compile(r"\s*[A-Z][a-z]")
+
+
+def spoken(line: str) -> bool:
+    """Whether `line` is a sentence someone says: it reads as a `sentence` and opens with a
+    capital or ends as a sentence does. A line of lower-case words without a stop is as likely a
+    statement of the answer (`c red yellow`, a turtle's colours)."""
+    return sentence(line) and (capitalised(line) or line.rstrip()[-1:] in ".:!?")
+
+
 def past_sentences(grammar: Grammar, text: str, start: int) -> int:
     """Where the answer starts when the lines from `start`'s own (all of it, `start` may be
     inside it) open with sentences the grammar happens to take (symbols in an S-expression, keys
-    in INI): the first line after them that is no sentence, where the text from there fits as
+    in INI): the first line after them that is not `spoken`, where the text from there fits as
     far as it has come. `start` otherwise, and where the text is all sentences (a grammar of
     prose)."""
     at = text.rfind("\n", 0, start) + 1
     sentences = 0
     while (end := text.find("\n", at)) >= 0:
         line = text[at:end]
-        if line.strip() and not sentence(line):
+        if line.strip() and not spoken(line):
             break
         sentences += bool(line.strip())
         at = end + 1

@@ -11,13 +11,18 @@ the cut and the rest is kept, rejected, for the loop to decide on.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from backtrack.repair.search import Prefer, search
-from backtrack.run.answer_start import AnswerStart, commentary, past_sentences, preamble
+from backtrack.run.answer_start import (
+    AnswerStart,
+    capitalised,
+    commentary,
+    past_sentences,
+    preamble,
+)
 from backtrack.run.fence import ClosingFence
 from backtrack.run.output import REPAIR_LIMITS
 from backtrack.run.reasoning import ReasoningBlock
@@ -333,7 +338,7 @@ def slipped_answer(grammar: Grammar, received: str, start: int, window: int) -> 
     skipped = received[:start]
     if not preamble(skipped) and repairable(grammar, skipped, window):
         return True
-    if commentary(skipped) or _CAPITALISED.match(skipped):
+    if commentary(skipped) or capitalised(skipped):
         return False
     cost = repair_cost(grammar, received, start, window)
     return cost is not None and cost < len("".join(skipped.split()))
@@ -363,7 +368,6 @@ def repair_cost(grammar: Grammar, text: str, start: int, window: int) -> int | N
 
 _EARLY_REPAIRS = 3  # repairs at most before an answer read from the reply's start fits
 _PAST_START = 16  # characters past a found start that the reply read from its start must fit
-_CAPITALISED = re.compile(r"\s*[A-Z][a-z]")  # a sentence's first word
 
 
 def _past_blanks(grammar: Grammar, text: str, start: int) -> int:

@@ -625,6 +625,19 @@ def test_sentences_the_grammar_would_take_around_a_document_are_dropped(case: st
 
 
 @pytest.mark.parametrize("chunk", [0, 1, 3])
+@pytest.mark.parametrize("cut", [None, 19, 32])
+def test_a_first_line_of_lower_case_words_is_the_answer_not_a_preamble(chunk: int, cut: int | None):
+    """`c red yellow` reads as three words, but it is no sentence anyone says (no capital, no
+    stop): it is the turtle program's first instruction, kept whole, also when the reply is cut
+    short and the next call writes the rest."""
+    doc = "c red yellow\nfill { repeat 36 {\n    f200 l170\n}}\n"
+    drafts = [doc] if cut is None else [doc[:cut], doc[cut:]]
+    api = ScriptedAPI("", drafts=drafts, chunk=chunk)
+    result = run(api, load_unseen_grammar("turtle"), ScriptedTarget(), stream=chunk > 0)
+    assert (result.text, result.drops, result.api_calls) == (doc, (), len(drafts))
+
+
+@pytest.mark.parametrize("chunk", [0, 1, 3])
 def test_blank_lines_go_with_the_text_they_set_apart_not_the_indent(chunk: int) -> None:
     """A blank line between a document and the sentence after it goes with the sentence (the
     document's last line end stays); the blank lines after a preamble go with it, but for the
