@@ -15,14 +15,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from backtrack.repair.restart import Restart
 from backtrack.repair.search import Prefer, search
-from backtrack.run.answer_start import (
-    AnswerStart,
-    capitalised,
-    commentary,
-    past_sentences,
-    preamble,
-)
+from backtrack.run.answer_start import AnswerStart, commentary
+from backtrack.run.early_slip import answer_offset
 from backtrack.run.fence import ClosingFence
 from backtrack.run.output import REPAIR_LIMITS
 from backtrack.run.reasoning import ReasoningBlock
@@ -54,14 +50,38 @@ MAX_CHARS_PER_TOKEN = 32
 
 @dataclass
 class _ReadAhead:
-    """After a cut: the reply read on, to find a repair in."""
+    """After a cut: the reply read on, to find a repair in, or, where it may start the answer
+    over (`restart`), until enough of it has arrived to tell."""
 
+    restart: Restart | None = None
     pieces: list[str] = field(default_factory=list)
     chars: int = 0
+    ink: int = 0  # the non-blank characters among them
+
+    @classmethod
+    def after(cls, text: str, begun: int) -> _ReadAhead:
+        """At a cut in `text`, in a round that began at character `begun`: where the round
+        added nothing but blanks, its reply may start the answer over."""
+        return cls(None if text[begun:].strip() else Restart.of(text[:begun]))
 
     def add(self, piece: str) -> None:
         self.pieces.append(piece)
         self.chars += len(piece)
+        self.ink += len(piece) - sum(map(str.isspace, piece))
+
+    def waiting(self, window: int) -> bool:
+        """Whether to read on before deciding: a repair's `window` has not arrived yet, or not
+        enough to tell a restart."""
+        if self.restart is not None:
+            if self.restart.hopeless("".join(self.pieces[:2])):
+                self.restart = None
+            elif not self.restart.enough(self.ink):
+                return True
+        return self.chars < window
+
+    def repeated(self, rest: str) -> int | None:
+        """Where the reply's text after its repeat of the answer starts (None: no repeat)."""
+        return self.restart.end(rest) if self.restart is not None else None
 
 
 class DraftReader:
@@ -89,6 +109,8 @@ class DraftReader:
         self.accepted: int = retry_of.accepted if retry_of else 0
         self.repairs: list[Repair] = retry_of.repairs if retry_of else []
         self.rest: list[str] = []  # rejected text after the cut
+        # Where the answer stood when the round began (a retry's, where the failed one's did).
+        self.begun: int = retry_of.begun if retry_of else len(output.text)
         self.cut = False
         # While nothing is committed: a `<think>` block to skip, then where does the answer start?
         first = not output.text
@@ -100,12 +122,10 @@ class DraftReader:
         # The round read its character budget, or the run's time ran out: it ends as "length".
         self.over_budget = False
         self.read_ahead: _ReadAhead | None = None  # after a cut, while a repair is looked for
-        self.fence: ClosingFence | None = (
-            None  # the reply opened a code fence: where does it close?
-        )
-        self.closing: str | None = (
-            None  # the reply from its closing fence on: the answer ended there
-        )
+        # Where a code fence the reply opened closes, and the reply from there on (the answer
+        # ended there).
+        self.fence: ClosingFence | None = None
+        self.closing: str | None = None
         self.closed_early = False  # the stream was closed at a cut or a closing fence (`finish`)
 
     # -- the reply, chunk by chunk --------------------------------------------------------------
@@ -210,17 +230,9 @@ class DraftReader:
             start = 0  # no answer found: treat the draft as an ordinary (cut) draft
         self.seeker = None
         received = seeker.text
-        found, start = start, past_sentences(self.grammar, received, start)
-        if start and slipped_answer(self.grammar, received, start, self.options.repair_window):
-            start = 0  # a slip early in the answer, for the repairs, not a preamble to drop
-        elif (
-            start == found
-            and start
-            and seeker.inside
-            and repairable(self.grammar, received, self.options.repair_window)
-        ):
-            start = 0  # the reply is the answer with a slip, not a sentence around one
-        start = _past_blanks(self.grammar, received, start) if start else 0
+        start = answer_offset(
+            self.grammar, received, start, inside=seeker.inside, window=self.options.repair_window
+        )
         skipped = received[:start]
         self.output.drop(skipped, "preamble" if commentary(skipped) else "before_answer")
         if self.fence is None:
@@ -249,7 +261,7 @@ class DraftReader:
         # Text that only looks like commentary (a word after a blank, a new line) is read on for
         # a repair's window: what fits after the best repair tells (`_repair`).
         if self._may_repair() and not answer_ended(checker, rest):
-            self.read_ahead = _ReadAhead()
+            self.read_ahead = _ReadAhead.after(self.output.text, self.begun)
             self.read_ahead.add(rest)
             return self._repair_when_read()
         self._end_at_cut(rest)
@@ -272,8 +284,9 @@ class DraftReader:
         return sum(1 for r in self.repairs if r.at >= near) < _CROWDED_REPAIRS
 
     def _repair_when_read(self) -> bool:
-        """Once a window of the draft past the cut has arrived, look for a repair."""
-        if self.read_ahead is not None and self.read_ahead.chars < self.options.repair_window:
+        """Once a window of the draft past the cut has arrived, look for a repair; where the
+        reply may start the answer over, once enough of it has arrived to tell."""
+        if self.read_ahead is not None and self.read_ahead.waiting(self.options.repair_window):
             return True
         return self._repair(final=False)
 
@@ -281,10 +294,15 @@ class DraftReader:
         """At the cut, with the draft's rest read so far (all of the reply when `final`): make
         the best edit after which the draft fits again and read on (True), or, when none
         resynchronises, end the draft at the cut for a correction (False)."""
-        rest = "".join(self.read_ahead.pieces if self.read_ahead else ())
-        self.read_ahead = None
-        window = rest[: self.options.repair_window]
+        ahead, self.read_ahead = self.read_ahead, None
+        rest = "".join(ahead.pieces if ahead else ())
         checker = self.output.checker
+        repeated = ahead.repeated(rest) if ahead else None
+        if repeated is not None:  # the reply starts the answer over: read on after the repeat
+            self.output.drop(rest[:repeated], "repeat")
+            checker.rollback(checker.chars)  # no longer at the cut
+            return self._take(rest[repeated:])
+        window = rest[: self.options.repair_window]
         start = prose_lines_after(self.output, rest, final=final)
         if start is not None:  # commentary after the answer: the draft ends where it starts
             text = self.output.text
@@ -314,74 +332,6 @@ class DraftReader:
             return False
         self.repairs.append(self.output.make(edit))
         return self._take(rest[edit.skip :])
-
-
-def repairable(grammar: Grammar, text: str, window: int) -> bool:
-    """Whether `text`, from the reply's start, fits the grammar or has a repair at its first cut
-    within `window` characters (a slip early in the answer: `x = 1; y = 2; `, `; a comment`)."""
-    checker = grammar.checker()
-    taken = checker.feed(text)
-    if taken == len(text):
-        return True
-    return (
-        search(checker, text[taken : taken + window], final=False, floor=0, limits=REPAIR_LIMITS)
-        is not None
-    )
-
-
-def slipped_answer(grammar: Grammar, received: str, start: int, window: int) -> bool:
-    """Whether the text before the answer's `start` is the answer with a slip early on: it reads
-    as code, and the repairs make it fit (`x = 1; y = 2; `, `; a comment`); or it reads as no
-    commentary, does not open as a sentence does (`Turtle program v2`), and the repairs that make
-    the reply fit from its first character change fewer characters than dropping the text would
-    (`setpencolor blue` for `c blue`)."""
-    skipped = received[:start]
-    if not preamble(skipped) and repairable(grammar, skipped, window):
-        return True
-    if commentary(skipped) or capitalised(skipped):
-        return False
-    cost = repair_cost(grammar, received, start, window)
-    return cost is not None and cost < len("".join(skipped.split()))
-
-
-def repair_cost(grammar: Grammar, text: str, start: int, window: int) -> int | None:
-    """The characters the repairs remove and insert after which `text` fits from its first
-    character to `_PAST_START` characters past `start`: the answer read from the reply's start,
-    against its start placed at `start`. None where that takes more than `_EARLY_REPAIRS`
-    repairs, or a cut has none."""
-    checker = grammar.checker()
-    end = min(len(text), start + _PAST_START)
-    at, cost = 0, 0
-    for _ in range(_EARLY_REPAIRS + 1):
-        at += checker.feed(text[at:end])
-        if at == end:
-            return cost
-        edit = search(checker, text[at : at + window], final=False, floor=0, limits=REPAIR_LIMITS)
-        if edit is None:
-            return None
-        checker.rollback(checker.chars - edit.back)
-        checker.feed(edit.insert)
-        at += edit.skip
-        cost += len(edit.deleted) + len(edit.skipped) + len(edit.insert)
-    return None
-
-
-_EARLY_REPAIRS = 3  # repairs at most before an answer read from the reply's start fits
-_PAST_START = 16  # characters past a found start that the reply read from its start must fit
-
-
-def _past_blanks(grammar: Grammar, text: str, start: int) -> int:
-    """The answer's start after a preamble ending at `start`: the blanks between them go with
-    the preamble, but for the indentation of the answer's first line, where the grammar takes it
-    (an assembly program's first instruction)."""
-    end = start
-    while text[end : end + 1].isspace():
-        end += 1
-    line = text.rfind("\n", 0, end) + 1
-    indented = 0 < line < end and not text[line:end].strip()
-    if indented and grammar.checker().feed(text[line : end + 1]) == end + 1 - line:
-        return line
-    return end
 
 
 def preamble_limit(options: GuideOptions) -> int:

@@ -1182,3 +1182,37 @@ def test_a_reply_that_ended_just_after_its_slip_is_finished_by_the_target() -> N
     )
     assert [r.kind for r in result.trace.rounds] == ["draft", "correction", "completion"]
     assert result.stop_reason == "target_completed"
+
+
+ORDER = {
+    "type": "object",
+    "properties": {"order_id": {"type": "string"}, "quantity": {"type": "integer"}},
+    "required": ["order_id", "quantity"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize("chunk", [0, 1, 3])
+def test_a_reply_that_starts_the_answer_over_is_read_on_after_the_repeat(chunk: int) -> None:
+    """Asked to continue, a weak model writes the answer again from its first character, with
+    small changes (`12345` unquoted), then goes on: the repeat goes (a `repeat` drop, no loss),
+    and what it wrote after it is the continuation, with no correction and no other call."""
+    head = '{\n    "order_id": "12345",\n    "quant'
+    again = '{\n    "order_id": 12345,\n    "quantity": 2'
+    api = ScriptedAPI("", drafts=[head, again + "\n}"], chunk=chunk)
+    result = run(api, ORDER, ScriptedTarget(), stream=chunk > 0)
+    assert result.text == '{\n    "order_id": "12345",\n    "quantity": 2\n}'
+    assert (result.api_calls, result.corrections, result.lost_chars) == (2, 0, 0)
+    assert [(d.reason, d.text) for d in result.drops] == [("repeat", again[:-12] + "quant")]
+
+
+def test_a_reply_unlike_the_answer_is_no_restart() -> None:
+    """A reply whose text differs from the answer's in more than a tenth of it is no repeat: it
+    is cut and repaired as ever (here its opening brace skipped)."""
+    head = '{\n    "order_id": "12345",\n'
+    api = ScriptedAPI("", drafts=[head, '{"quantity": 2}'])
+    result = run(api, ORDER, ScriptedTarget())
+    assert (result.text, result.drops, result.api_calls) == (head + '"quantity": 2}', (), 2)
+    assert [(s.origin, s.text) for s in result.trace.spans if s.origin == "skipped"] == [
+        ("skipped", "{")
+    ]

@@ -15,6 +15,7 @@ import pytest
 import providers
 from backtrack import Grammar, GuideResult, guide, wrap
 from backtrack.repair.candidates import RepairLimits
+from backtrack.repair.restart import MAX_INK, Restart
 from backtrack.repair.search import search
 from backtrack.trace.record import OUTPUT_ORIGINS
 from grammars import Checker
@@ -444,3 +445,15 @@ def test_the_repair_corpora_with_repairs_alone_lose_no_ground() -> None:
     far = {name: d for name, d in distances.items() if d}
     assert sum(d == 0 for d in distances.values()) >= CORPUS_EXACT, far
     assert sum(distances.values()) <= CORPUS_DISTANCE, far
+
+
+def test_a_restart_is_the_answer_again_within_a_tenth_of_its_characters() -> None:
+    answer = '{\n    "order_id": "12345",\n    "quantity": 0'  # 33 non-blank characters: 3 edits
+    restart = Restart.of(answer)
+    assert restart is not None and restart.slack == 3
+    again = '{"order_id": 12345, "quantity": 0, "total": 1.2}'  # blanks aside, 2 edits
+    assert again[restart.end(again) :] == ', "total": 1.2}'
+    assert restart.end('{"order_id": 99, "quantity": 0, "total": 1.2}') is None  # 7 edits
+    assert restart.end(', "total": 1.2}') is None  # a continuation
+    assert Restart.of('{"a": 1, "b"') is None  # too short to tell a repeat from a continuation
+    assert Restart.of("x" * (MAX_INK + 1)) is None  # too long to compare
