@@ -6,6 +6,7 @@
     ├── ProviderError       the drafter (an API) failed; says whether a retry could help
     │                       (providers.errors)
     ├── TargetError         the local model failed or was misused (local_target.errors)
+    │   └── ProcessorError  backtrack's logits processor failed a correction on a vLLM server
     └── TextLostError       a run left out more of the API's text than its limit allows
                             (backtrack.trace.result)
 

@@ -10,7 +10,9 @@ vllm_request says what each argument is). Its prompt is the chat prompt's ids an
 text's tokens up to the one healed; the processor advances a matcher for the grammar over those
 tokens and, at every step, chooses the token as the local target would (local_target.steps) and
 leaves only that token's logit: vLLM's greedy sampler then writes exactly it. Once the correction
-stops, only EOS is left, and vLLM ends the request. Other requests are left as they are.
+stops, only EOS is left, and vLLM ends the request. Where the correction fails, the processor logs
+why under the request's label and leaves only the failure token (local_target.vllm_request), the
+request's stop token: the client raises ProcessorError. Other requests are left as they are.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from vllm.v1.sample.logits_processor import (  # type: ignore[import-not-found,u
 )
 
 from local_target.steps import CHOOSE, Steps
-from local_target.vllm_request import CorrectionArgs
+from local_target.vllm_request import CorrectionArgs, failure_token
 from local_target.vocab import Vocabulary
 
 if TYPE_CHECKING:
@@ -43,10 +45,12 @@ _GRAMMARS = 64  # compiled grammars kept, the least recently used dropped first
 
 @dataclass
 class _Request:
-    """A correction in the batch: its decisions, the list vLLM appends its written tokens to, and
-    the decision made at each position: the token, and for the model's choice whether it was
-    masked (None for a forced token or a stop, which the decisions have taken already)."""
+    """A correction in the batch: its label, its decisions, the list vLLM appends its written
+    tokens to, and the decision made at each position: the token, and for the model's choice
+    whether it was masked (None for a forced token, a stop or the failure token, which the
+    decisions have taken already)."""
 
+    label: str
     steps: Steps | None  # None: the request could not start, or failed (logged); it ends
     written: list[int]
     decided: list[tuple[int, bool | None]] = field(default_factory=list)
@@ -66,6 +70,7 @@ class CorrectionProcessor(LogitsProcessor):  # type: ignore[misc,unused-ignore]
         model_config = vllm_config.model_config
         tokenizer = AutoTokenizer.from_pretrained(model_config.tokenizer)
         self.vocab = Vocabulary(tokenizer, model_config.get_vocab_size())
+        self.failure = failure_token(self.vocab, len(tokenizer))
         self._grammars: OrderedDict[tuple[str, int], llguidance.LLMatcher] = OrderedDict()
         self._requests: dict[int, _Request] = {}
 
@@ -112,9 +117,11 @@ class CorrectionProcessor(LogitsProcessor):  # type: ignore[misc,unused-ignore]
             del request.decided[at:]
             request.decided.append(self._choose(request.steps, logits))
         except Exception as exc:  # the engine must go on: this correction ends here
-            logger.warning("backtrack correction failed: %s", exc)
+            logger.warning(
+                "backtrack correction %s failed after %d tokens: %s", request.label, at, exc
+            )
             request.steps = None
-            request.decided[at:] = [(self.vocab.eos, None)]
+            request.decided[at:] = [(self.failure, None)]
         return request.decided[at][0]
 
     @staticmethod
@@ -131,11 +138,13 @@ class CorrectionProcessor(LogitsProcessor):  # type: ignore[misc,unused-ignore]
         request.taken = at
 
     def _choose(self, steps: Steps | None, logits: torch.Tensor) -> tuple[int, bool | None]:
-        """(token, masked) at a position not decided yet: masked is None for a forced token or a
-        stop by the rules (EOS), which do not depend on the logits; the model's own end (EOS)
-        is a choice like any other."""
-        planned = None if steps is None else steps.plan()
-        if steps is None or planned is None:
+        """(token, masked) at a position not decided yet: masked is None for a forced token, a
+        stop by the rules (EOS) or the failure token of a correction that could not start, which
+        do not depend on the logits; the model's own end (EOS) is a choice like any other."""
+        if steps is None:
+            return self.failure, None
+        planned = steps.plan()
+        if planned is None:
             return self.vocab.eos, None
         if planned != CHOOSE:
             return planned, None
@@ -151,10 +160,11 @@ class CorrectionProcessor(LogitsProcessor):  # type: ignore[misc,unused-ignore]
             text_ids = list(prompt_ids or [])[len(prompt_ids or []) - args.text_tokens :]
             steps = args.steps(self.vocab, self._matcher(args), text_ids)
             steps.replay(list(written))
-        except Exception as exc:  # the engine must go on: this request ends at once
-            logger.warning("backtrack correction refused: %s", exc)
+        except Exception as exc:  # the engine must go on: this request fails at once
+            logger.warning("backtrack correction %s refused: %s", args.label, exc)
             steps = None
-        return _Request(steps, written, [(token, None) for token in written], len(written))
+        decided: list[tuple[int, bool | None]] = [(token, None) for token in written]
+        return _Request(args.label, steps, written, decided, len(written))
 
     def _matcher(self, args: CorrectionArgs) -> llguidance.LLMatcher:
         """A fresh matcher at the start of the request's grammar."""

@@ -6,6 +6,13 @@ but the last one, which is backed off to be healed (`heal`, -1 without healing);
 says how many of the prompt's ids are text. Both sides start the correction's decisions
 (local_target.steps) the same way, from the same arguments: `CorrectionArgs.steps`.
 
+Where the processor fails a correction (the grammar's state goes bad, choosing a token raises), it
+cannot raise: the engine runs every request of the batch, and must go on. It writes
+`failure_token` instead, which the client sends as the request's stop token: vLLM ends the request
+there and says so in the choice's `stop_reason`, which an EOS never sets. A grammar allows a
+special token only where it names it (llguidance's `<[id]>`); one that named this token would end
+there too, reported as failed, never as a short correction.
+
 Imports only llguidance and local_target's decoding modules: it loads in vLLM's environment too.
 """
 
@@ -32,7 +39,8 @@ _PREFIX = "backtrack_"
 class CorrectionArgs:
     """One correction's arguments: the grammar (llguidance's serialized form) and its parser's
     row limit, the committed text's tokens in the prompt and the one healed, when to stop, and
-    how to choose (the default DecodingPolicy; greedy unless `temperature` > 0)."""
+    how to choose (the default DecodingPolicy; greedy unless `temperature` > 0). `label` names
+    the correction in the server's log where the processor fails it."""
 
     grammar: str
     grammar_items: int
@@ -43,6 +51,7 @@ class CorrectionArgs:
     temperature: float = 0.0
     top_p: float = 1.0
     seed: int = -1
+    label: str = ""
 
     def xargs(self) -> dict[str, str | int | float]:
         """The arguments as vLLM's `vllm_xargs` take them (flat, scalar)."""
@@ -99,5 +108,21 @@ _KINDS: dict[str, type] = {
     "temperature": float,
     "top_p": float,
     "seed": int,
+    "label": str,
 }
-_DEFAULTS: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "seed": -1}
+_DEFAULTS: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "seed": -1, "label": ""}
+
+
+def failure_token(vocab: Vocabulary, n_tokens: int) -> int:
+    """The token the processor writes where it fails a correction: the last of the tokenizer's
+    `n_tokens` (not a padding row of the model's, which vLLM could not detokenize) that llguidance
+    takes for special, EOS left out: an added special token, or a byte no UTF-8 text holds. Not a
+    low id, which is more often one of a model's several EOS tokens, where vLLM ends a request
+    without a `stop_reason`. TargetError for a vocabulary with none."""
+    others = [token for token in vocab.special if token < n_tokens and token != vocab.eos]
+    if not others:
+        raise TargetError(
+            "the vLLM target needs a special token besides EOS in the vocabulary: its logits"
+            " processor writes it where it fails a correction"
+        )
+    return max(others)

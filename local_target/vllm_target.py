@@ -5,6 +5,8 @@ correction is one completion request (local_target.vllm_request): the prompt's i
 committed text's tokens, the grammar, when to stop. The processor chooses every token as the local
 target's decoding does; this side walks the tokens it gets back through the same decisions
 (local_target.steps), which checks them and gives each its flag, the text, and the stop reason.
+Where the processor fails a correction, the request ends at its stop token (local_target.
+vllm_request's `failure_token`), and the correction raises ProcessorError where it failed.
 vLLM's prefix caching keeps what corrections of one request share, in place of the local target's
 KV rollback, and its batching runs the corrections of concurrent requests together.
 
@@ -14,19 +16,21 @@ engine); what they lack is said where it is asked for.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from local_target.correction import Correction
 from local_target.decoding import Until
-from local_target.errors import TargetError
+from local_target.errors import ProcessorError, TargetError
 from local_target.model import common_prefix
 from local_target.prompt import Prompt, prompt_ids
 from local_target.sampling import Sampling
-from local_target.vllm_request import CorrectionArgs
+from local_target.vllm_request import CorrectionArgs, failure_token
 from local_target.vocab import Vocabulary
 
 if TYPE_CHECKING:
@@ -53,6 +57,7 @@ class VllmTarget:
         self.tokenizer = AutoTokenizer.from_pretrained(tokenizer_folder)
         n_logits = int(AutoConfig.from_pretrained(tokenizer_folder).vocab_size)
         self.vocab = Vocabulary(self.tokenizer, n_logits)
+        self.failure = failure_token(self.vocab, len(self.tokenizer))
         self.client = OpenAI(base_url=base_url, api_key="unused", max_retries=0, timeout=600)
         self.model = model or self._served_model(base_url)
 
@@ -90,7 +95,8 @@ class VllmSession:
         hint: str = "",
     ) -> Correction:
         """TargetSession.correct on the server, with the default DecodingPolicy. `hint` only
-        speeds the local target up, so it is not sent; `cancel` is checked before the request."""
+        speeds the local target up, so it is not sent; `cancel` is checked before the request.
+        ProcessorError where the server's processor failed the correction."""
         del hint  # the same tokens without it
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
@@ -111,9 +117,13 @@ class VllmSession:
             temperature=sampling.temperature,
             top_p=sampling.top_p,
             seed=-1 if sampling.seed is None else sampling.seed,
+            label=f"bt-{uuid.uuid4().hex[:12]}",
         )
         steps = args.steps(vocab, grammar.matcher(vocab.ll), text_ids)  # checks the text first
-        steps.replay(self._complete([*self.prompt_ids, *text_ids], args))
+        tokens, failed = self._complete([*self.prompt_ids, *text_ids], args)
+        if failed:
+            raise _failure(steps, text_ids, tokens, args.label)
+        steps.replay(tokens)
         return _correction(steps, time.perf_counter() - start)
 
     def likeliest(self, texts: list[str]) -> int:
@@ -153,24 +163,46 @@ class VllmSession:
         except OpenAIError as exc:
             raise TargetError(f"the vLLM server refused the {what}: {exc}") from exc
 
-    def _complete(self, ids: list[int], args: CorrectionArgs) -> list[int]:
-        """The tokens the server wrote after `ids`, its closing EOS left off."""
+    def _complete(self, ids: list[int], args: CorrectionArgs) -> tuple[list[int], bool]:
+        """The tokens the server wrote after `ids`, its closing EOS or failure token left off,
+        and whether the processor failed the correction there."""
         target = self.target
         response = self._request(
             "correction",
             prompt=ids,
             max_tokens=args.max_tokens + _SLACK,
-            extra_body={"vllm_xargs": args.xargs(), "return_token_ids": True},
+            extra_body={
+                "vllm_xargs": args.xargs(),
+                "return_token_ids": True,
+                "stop_token_ids": [target.failure],
+            },
         )
         choice = response.choices[0]
         extra: dict[str, Any] = choice.model_extra or {}
         tokens = list(extra.get("token_ids") or [])
+        if choice.finish_reason == "stop" and extra.get("stop_reason") == target.failure:
+            if tokens[-1:] == [target.failure]:
+                tokens.pop()
+            return tokens, True
         if choice.finish_reason != "stop" or not tokens or tokens[-1] != target.vocab.eos:
             raise TargetError(
                 f"the vLLM server ended the correction without EOS ({choice.finish_reason}):"
                 " is backtrack's logits processor loaded?"
             )
-        return tokens[:-1]
+        return tokens[:-1], False
+
+
+def _failure(steps: Steps, text_ids: list[int], tokens: list[int], label: str) -> ProcessorError:
+    """The processor's failure after `tokens`, counted up to the first one these decisions refuse
+    too: where the processor failed taking a token it had written, the local target fails there."""
+    taken = 0
+    with contextlib.suppress(TargetError):
+        for token in tokens:
+            steps.replay([token])
+            taken += 1
+    done = steps.vocab.decode([*text_ids, *tokens[:taken]])
+    chars = len(done.decode("utf-8", "ignore"))  # the whole characters before it
+    return ProcessorError(label, taken, chars, len(done))
 
 
 def _correction(steps: Steps, seconds: float) -> Correction:

@@ -14,13 +14,16 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from backtrack import GuideResult, guide
 from grammars.grammar import Grammar
+from grammars.limits import GrammarLimits
 from local_target import LocalTarget
 from local_target.decoding import Until
-from local_target.errors import TargetError
+from local_target.errors import ProcessorError, TargetError
 from local_target.loading import converted_smollm2
 from local_target.vllm_target import VllmTarget
 from tests.support.local_targets import cut_points
+from tests.support.vllm_server import LOGS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -134,3 +137,77 @@ def test_likeliest_of_tied_repairs_is_the_local_targets(
 ) -> None:
     want = smollm2.session(prompt).likeliest(texts)
     assert vllm_target.session(prompt).likeliest(texts) == want
+
+
+# A right-recursive grammar: each "a" adds an Earley item to the parser's row, and a work budget of
+# one item per row past the grammar's size is soon spent. With `here_too` False, the budget is only
+# the request's (this side's matcher has the default): the server's matcher fails where this side's
+# goes on, as a server whose grammar state went bad.
+PROMPT = "Write the letter a thirty times."
+
+
+def failing_grammar(*, here_too: bool = False) -> Grammar:
+    tight = GrammarLimits(row_items=1)
+    grammar = Grammar.from_lark('start: x\nx: "a" x | "a"\n', limits=tight if here_too else None)
+    grammar.limits = tight  # what the request carries; the matcher is made already
+    return grammar
+
+
+@pytest.mark.parametrize(
+    ("text", "here_too", "tokens", "offset"),
+    [
+        # Greedy: the healed "aa" and more a's, 24 bytes from the text's start, then one too many.
+        pytest.param("a" * 10, False, 4, 24, id="in-the-correction"),
+        # This side refuses the fourth ("aaaa") too: the local target fails there as well.
+        pytest.param("a" * 10, True, 3, 20, id="in-the-correction-here-too"),
+        # The committed text is too much already: it fails at the healed last token ("aa").
+        pytest.param("a" * 30, False, 0, 28, id="at-its-start"),
+    ],
+)
+def test_a_correction_the_processor_fails_raises_saying_where(
+    smollm2: LocalTarget,
+    vllm_target: VllmTarget,
+    text: str,
+    here_too: bool,
+    tokens: int,
+    offset: int,
+) -> None:
+    grammar = failing_grammar(here_too=here_too)
+    if here_too:
+        with pytest.raises(TargetError, match="refused token"):
+            smollm2.correct(PROMPT, text, grammar, max_tokens=16)
+    with pytest.raises(ProcessorError) as caught:  # not a correction cut short as if it ended
+        vllm_target.session(PROMPT).correct(text, grammar, max_tokens=16)
+    error = caught.value
+    assert error.label.startswith("bt-") and error.tokens == tokens
+    assert (error.char_offset, error.byte_offset) == (offset, offset)
+    assert f"after {tokens} tokens, at character {offset} (byte {offset})" in str(error)
+
+
+def test_a_guided_run_on_vllm_ends_with_the_processors_failure_and_its_partial_result(
+    vllm_target: VllmTarget,
+) -> None:
+    text = "a" * 10
+
+    def draft(prompt: str, prefix: str) -> str:
+        return "" if prefix else text + "!"  # the grammar refuses the "!": a correction
+
+    with pytest.raises(ProcessorError) as caught:
+        guide(draft, failing_grammar(), prompt=PROMPT, target=vllm_target, repair_window=0)
+    partial = caught.value.partial
+    assert isinstance(partial, GuideResult) and partial.text == text
+    assert partial.stop_reason == "error"
+    last = partial.trace.rounds[-1]
+    assert (last.kind, last.ended) == ("correction", "error")
+    assert caught.value.label in (last.error or "")
+
+
+def test_the_servers_log_says_why_under_the_label(vllm_target: VllmTarget, vllm_url: str) -> None:
+    log = LOGS.get(vllm_url)
+    if log is None:
+        pytest.skip("the vLLM server was not started by this run ($BACKTRACK_VLLM_URL): no log")
+    with pytest.raises(ProcessorError) as caught:
+        vllm_target.session(PROMPT).correct("a" * 30, failing_grammar(), max_tokens=16)
+    label = caught.value.label
+    lines = [line for line in log.read_text(errors="replace").splitlines() if label in line]
+    assert lines and "does not match the grammar" in lines[0], lines

@@ -28,6 +28,7 @@ STARTUP_SECONDS = 300  # 55 s seen on 2 busy cores, eager
 # Prompts are prefilled in chunks of 32 tokens: vLLM then runs the logits processor on steps whose
 # token it discards, which the processor must not take for written.
 CHUNKED = ["--max-num-batched-tokens", "32", "--max-num-seqs", "16"]
+LOGS: dict[str, Path] = {}  # the log of each server running, by its base URL
 
 
 class Unavailable(Exception):
@@ -58,8 +59,9 @@ def vllm_python() -> str:
 @contextmanager
 def vllm_server(python: str, extra: Sequence[str] = CHUNKED) -> Iterator[str]:
     """The base URL (…/v1) of a vLLM server on 127.0.0.1 with the processor, serving the SmolLM2
-    copy, with `extra` arguments for vLLM; its whole process group is stopped on exit.
-    RuntimeError, with the end of its log, where it does not come up within STARTUP_SECONDS."""
+    copy, with `extra` arguments for vLLM; its whole process group is stopped on exit. Its log
+    (stdout and stderr, its engine's processes' too) is LOGS[url] while it runs. RuntimeError,
+    with the end of its log, where it does not come up within STARTUP_SECONDS."""
     port = free_port()
     log = tempfile.NamedTemporaryFile(prefix="vllm-", suffix=".log", delete=False)  # noqa: SIM115
     script = str(ROOT / "scripts" / "vllm_serve.py")
@@ -72,8 +74,10 @@ def vllm_server(python: str, extra: Sequence[str] = CHUNKED) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}/v1"
     try:
         wait_ready(f"{url}/models", process, Path(log.name), STARTUP_SECONDS)
+        LOGS[url] = Path(log.name)
         yield url
     finally:
+        LOGS.pop(url, None)
         _stop(process)
         log.close()
         os.unlink(log.name)

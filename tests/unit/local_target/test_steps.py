@@ -18,11 +18,17 @@ import torch
 import tests.support.tokenizer_fixtures as tf
 from grammars.grammar import Grammar
 from local_target import Correction, LocalTarget, Sampling
-from local_target.decoding import Until
+from local_target.decoding import DEFAULT_POLICY, Until
 from local_target.errors import TargetError
 from local_target.steps import CHOOSE, Steps
-from local_target.vllm_request import CorrectionArgs
-from tests.support.local_targets import TARGETS, by_bytes, fresh_logits, real_tokenizer
+from local_target.vllm_request import CorrectionArgs, failure_token
+from tests.support.local_targets import (
+    TARGET_IDS,
+    TARGETS,
+    by_bytes,
+    fresh_logits,
+    real_tokenizer,
+)
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
 
@@ -213,5 +219,27 @@ def test_request_arguments_are_checked(extra: dict[str, Any], message: str) -> N
 
 
 def test_request_arguments_round_trip() -> None:
-    args = CorrectionArgs("g", 5, 3, 17, 4, 8, temperature=0.5, top_p=0.9, seed=2)
+    args = CorrectionArgs("g", 5, 3, 17, 4, 8, temperature=0.5, top_p=0.9, seed=2, label="bt-1")
     assert CorrectionArgs.of(args.xargs()) == args
+
+
+@pytest.mark.parametrize("name", TARGET_IDS)
+def test_the_failure_token_is_one_no_correction_writes(targets: Any, name: str) -> None:
+    # The processor writes it where it fails; the client takes it for that and nothing else.
+    target = targets(name, False)
+    vocab = target.vocab
+    token = failure_token(vocab, len(target.tokenizer))
+    assert token != vocab.eos and token < len(target.tokenizer)  # not a padding row
+    steps = Steps(
+        vocab,
+        JSON.matcher(vocab.ll),
+        b"",
+        max_tokens=8,
+        until="complete",
+        sampling=Sampling(),
+        policy=DEFAULT_POLICY,
+    )
+    logits = torch.zeros(vocab.n_logits)
+    logits[token] = 1e4  # the model wants it above all
+    assert steps.next_token(logits) != token
+    assert not vocab.grammar_mask(steps.matcher)[token]
