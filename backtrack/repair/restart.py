@@ -58,6 +58,8 @@ class Restart:
         best: tuple[int, int] | None = None  # (distance, offset of the repeat's last character)
         for j, at in enumerate(offsets, start=1):
             low, high = max(1, j - slack), min(size, j + slack)
+            if low > high:  # past the answer's end by more than the slack
+                break
             diagonal = row[low - 1]
             left = far
             if low == 1:

@@ -58,13 +58,20 @@ class Budget:
 
 
 def _stuck(rounds: Sequence[Round]) -> bool:
-    """The API's last two drafts were both cut with less than a third of their text fitting:
-    after each correction it goes back to the same slip (`cut before a character of theirs
-    fit`), or restarts an answer in another shape than the grammar's (a weak model's nested
-    `"hotel": {"name": ...}` where a string goes), and another call would only repeat it. API
-    calls are bounded by the slips the API makes, not by how often it makes one."""
+    """The API's last two drafts both made no headway (`_no_headway`), and another call would
+    only repeat them. API calls are bounded by the slips the API makes, not by how often it
+    makes one."""
     drafts = [r for r in rounds if r.kind == "draft"][-2:]
-    return len(drafts) == 2 and all(
-        r.cut_at is not None and (not r.accepted_chars or 2 * r.accepted_chars < r.rejected_chars)
-        for r in drafts
-    )
+    return len(drafts) == 2 and all(_no_headway(r) for r in drafts)
+
+
+def _no_headway(draft: Round) -> bool:
+    """A draft that was cut, or that wrote the committed text again, and of which less than a
+    third of its text fitted as new text: after each correction the API goes back to the same
+    slip (`cut before a character of theirs fit`), restarts its answer in another shape than the
+    grammar's (a weak model's nested `"hotel": {"name": ...}` where a string goes), or writes
+    the answer again and stops where it stopped before (a required key it never writes)."""
+    if draft.cut_at is None and not draft.repeated_chars:
+        return False
+    accepted = draft.accepted_chars
+    return not accepted or 2 * accepted < draft.rejected_chars + draft.repeated_chars

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from backtrack.repair.restart import Restart
 from backtrack.repair.search import Prefer, search
-from backtrack.run.answer_start import AnswerStart, commentary
+from backtrack.run.answer_start import AnswerStart, commentary, spoken
 from backtrack.run.early_slip import answer_offset
 from backtrack.run.fence import ClosingFence
 from backtrack.run.output import REPAIR_LIMITS
@@ -29,7 +29,8 @@ from backtrack.run.trailing import (
     prose_lines_after,
     reads_on,
 )
-from backtrack.trace.record import Repair
+from backtrack.trace.record import DropReason, Repair
+from providers.align import FENCE_OPENING
 
 if TYPE_CHECKING:
     from backtrack.run.options import GuideOptions
@@ -50,38 +51,59 @@ MAX_CHARS_PER_TOKEN = 32
 
 @dataclass
 class _ReadAhead:
-    """After a cut: the reply read on, to find a repair in, or, where it may start the answer
-    over (`restart`), until enough of it has arrived to tell."""
+    """After a cut: the reply read on, to find a repair in. Where the cut came before the round
+    added anything to the answer (`fresh`), the reply may open with a remark (`Sure! Here is the
+    rest:`, `This is a continuation of the previous message.`) or start the answer over
+    (`restart`): it is read on until its first line has ended, or enough has arrived to tell."""
 
+    fresh: bool = False
     restart: Restart | None = None
     pieces: list[str] = field(default_factory=list)
     chars: int = 0
     ink: int = 0  # the non-blank characters among them
+    lines: bool = False  # a line end has arrived
 
     @classmethod
     def after(cls, text: str, begun: int) -> _ReadAhead:
-        """At a cut in `text`, in a round that began at character `begun`: where the round
-        added nothing but blanks, its reply may start the answer over."""
-        return cls(None if text[begun:].strip() else Restart.of(text[:begun]))
+        """At a cut in `text`, in a continuation that began at character `begun`."""
+        fresh = bool(text[:begun].strip()) and not text[begun:].strip()
+        return cls(fresh, Restart.of(text[:begun]) if fresh else None)
 
     def add(self, piece: str) -> None:
         self.pieces.append(piece)
         self.chars += len(piece)
         self.ink += len(piece) - sum(map(str.isspace, piece))
+        self.lines = self.lines or "\n" in piece
 
     def waiting(self, window: int) -> bool:
         """Whether to read on before deciding: a repair's `window` has not arrived yet, or not
-        enough to tell a restart."""
+        enough to tell a remark or a restart."""
+        head = "".join(self.pieces[:2]).lstrip()[:1]
+        remark = head.isalpha() or head == "`"
+        if self.fresh and remark and not self.lines and self.chars < _MAX_REMARK:
+            return True
         if self.restart is not None:
-            if self.restart.hopeless("".join(self.pieces[:2])):
+            if self.restart.hopeless(head):
                 self.restart = None
             elif not self.restart.enough(self.ink):
                 return True
         return self.chars < window
 
-    def repeated(self, rest: str) -> int | None:
-        """Where the reply's text after its repeat of the answer starts (None: no repeat)."""
-        return self.restart.end(rest) if self.restart is not None else None
+    def opening(self, rest: str) -> tuple[int, DropReason] | None:
+        """What the reply opens with before its continuation, and why it goes: a first line
+        that is a remark about the text or a code fence's opening, or a repeat of the answer
+        (None: none of them)."""
+        line, newline, _ = rest.partition("\n")
+        if self.fresh and newline and len(line) < _MAX_REMARK:
+            if spoken(line):
+                return len(line) + 1, "preamble"
+            if FENCE_OPENING.fullmatch(line + newline):
+                return len(line) + 1, "fence"
+        repeated = self.restart.end(rest) if self.restart is not None else None
+        return None if repeated is None else (repeated, "repeat")
+
+
+_MAX_REMARK = 240  # characters of a continuation's first line that may be a remark
 
 
 class DraftReader:
@@ -297,11 +319,11 @@ class DraftReader:
         ahead, self.read_ahead = self.read_ahead, None
         rest = "".join(ahead.pieces if ahead else ())
         checker = self.output.checker
-        repeated = ahead.repeated(rest) if ahead else None
-        if repeated is not None:  # the reply starts the answer over: read on after the repeat
-            self.output.drop(rest[:repeated], "repeat")
+        opening = ahead.opening(rest) if ahead else None
+        if opening is not None:  # a remark or a repeat before the continuation: read on after
+            self.output.drop(rest[: opening[0]], opening[1])
             checker.rollback(checker.chars)  # no longer at the cut
-            return self._take(rest[repeated:])
+            return self._take(rest[opening[0] :])
         window = rest[: self.options.repair_window]
         start = prose_lines_after(self.output, rest, final=final)
         if start is not None:  # commentary after the answer: the draft ends where it starts

@@ -152,6 +152,11 @@ class DraftRound:
             seconds=time.perf_counter() - reader.started,
             accepted_chars=reader.accepted,
             rejected_chars=rejected,
+            repeated_chars=sum(
+                len(d.text)
+                for d in reader.output.drops
+                if d.round == self.index and d.reason == "repeat"
+            ),
             cut_at=end.cut_at,
             expected=end.expected,
             input_tokens=usage.input_tokens,

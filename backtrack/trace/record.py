@@ -119,6 +119,7 @@ class Round:
     request_id: str | None = None
     repairs: tuple[Repair, ...] = ()
     usage_known: bool = True  # False: the reply did not report its usage
+    repeated_chars: int = 0  # what the API wrote again of the committed text (dropped)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,8 @@ the corrections are spent, or once the API is stuck on one slip."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from backtrack import GuideOptions
 from backtrack.run.budget import Budget
 from backtrack.trace.record import Round
@@ -46,3 +48,16 @@ def test_a_draft_that_fits_a_character_is_progress() -> None:
 def test_spent_corrections_or_rounds_end_with_the_target() -> None:
     assert Budget(GuideOptions(max_corrections=1)).target_completes([draft(0, 5), correction(1)])
     assert Budget(GuideOptions(max_rounds=2)).target_completes([draft(0, 5), correction(1)])
+
+
+def test_an_api_that_writes_its_answer_again_and_stops_where_it_stopped_gets_no_third_call():
+    """A weak model asked to go on writes the answer again (dropped as a repeat) and ends where
+    its first reply ended, without the key it never writes: SmolLM2 through llama.cpp took 8
+    calls so. A repeat followed by as much new text again is headway."""
+    budget = Budget(GuideOptions(max_corrections=8, max_rounds=16))
+    again = Round(2, "draft", "drafter_ended", 0.1, accepted_chars=1, repeated_chars=60)
+    rounds = [draft(0, 41, cut_at=None), correction(1), again]
+    assert not budget.target_completes(rounds)
+    assert budget.target_completes([*rounds, correction(3), replace(again, index=4)])
+    headway = replace(again, index=4, accepted_chars=40)
+    assert not budget.target_completes([*rounds, correction(3), headway])

@@ -1216,3 +1216,26 @@ def test_a_reply_unlike_the_answer_is_no_restart() -> None:
     assert [(s.origin, s.text) for s in result.trace.spans if s.origin == "skipped"] == [
         ("skipped", "{")
     ]
+
+
+@pytest.mark.parametrize("chunk", [0, 1, 3])
+@pytest.mark.parametrize(
+    "opening",
+    [
+        "Sure! Here is the rest of the JSON:\n",
+        "This is a continuation of the previous message.\n",  # the instruction, paraphrased
+        "```json\n",
+        'Here is the whole object again:\n```json\n{"order_id": "12345", "quant',
+    ],
+)
+def test_a_remark_a_fence_or_a_repeat_before_a_continuation_goes(chunk: int, opening: str):
+    """A continuation that opens with a sentence about the text, a code fence, or both and the
+    answer again, where the grammar cannot take them: they go (no loss: commentary, a fence, a
+    repeat), and the continuation after them is read as the API wrote it, with no correction."""
+    head = '{"order_id": "12345", "quant'
+    api = ScriptedAPI("", drafts=[head, opening + 'ity": 2}'], chunk=chunk)
+    result = run(api, ORDER, ScriptedTarget(), stream=chunk > 0)
+    assert result.text == '{"order_id": "12345", "quantity": 2}'
+    assert (result.api_calls, result.corrections, result.lost_chars) == (2, 0, 0)
+    assert "".join(d.text for d in result.drops) == opening
+    assert {d.reason for d in result.drops} <= {"preamble", "fence", "repeat"}

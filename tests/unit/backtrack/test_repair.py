@@ -457,3 +457,10 @@ def test_a_restart_is_the_answer_again_within_a_tenth_of_its_characters() -> Non
     assert restart.end(', "total": 1.2}') is None  # a continuation
     assert Restart.of('{"a": 1, "b"') is None  # too short to tell a repeat from a continuation
     assert Restart.of("x" * (MAX_INK + 1)) is None  # too long to compare
+
+
+def test_a_reply_longer_than_the_answer_and_its_slack_is_read_to_its_end() -> None:
+    restart = Restart.of('{"order_id": "12345", "quant')
+    assert restart is not None
+    reply = '{"order_id": "12345", "quantity": 2, "notes": "' + "x" * 200 + '"}'
+    assert reply[restart.end(reply) :].startswith('ity": 2')
