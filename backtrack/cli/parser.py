@@ -279,7 +279,9 @@ def _serve_parser(sub: Any) -> None:
             "openai) or "
             "/v1/messages (anthropic), GET /v1/models and /health. The target model is loaded "
             "once and shared by every request. The client's key (Authorization or x-api-key) "
-            "goes upstream, or the server's own from --upstream-key-env; keys are never logged."
+            "goes upstream, or the server's own from --upstream-key-env; keys are never logged. "
+            "The budget flags (--max-draft-tokens, --max-rounds...) are every request's defaults "
+            "and its ceilings: a client's max_tokens or `backtrack` options never pass them."
         ),
         epilog=SERVE_EPILOG,
         formatter_class=FORMATTER,
@@ -332,7 +334,8 @@ def _add_serve_limits(s: argparse.ArgumentParser) -> None:
         type=_seconds,
         default=defaults.compile_seconds,
         metavar="SECONDS",
-        help="a grammar that takes longer to compile gets 400 (default: %(default)s)",
+        help="a grammar that takes longer to compile gets 400, and its compile (in a worker "
+        "process) is stopped (default: %(default)s)",
     )
     s.add_argument(
         "--timeout",

@@ -43,14 +43,16 @@ D = TypeVar("D", bound="DataclassInstance")
 @dataclass(frozen=True)
 class Option:
     """The declaration of one option: the kind of value it takes (for "count", the smallest
-    allowed), whether None (no limit) is allowed, one line of help (the CLI flag's), and what the
-    docstring adds to it."""
+    allowed), whether None (no limit) is allowed, one line of help (the CLI flag's), what the
+    docstring adds to it, and whether it is a budget (more of it is more work and memory: a
+    server holds its clients' to its own, `capped`)."""
 
     kind: OptionKind
     help: str
     minimum: int = 0
     none_allowed: bool = False
     more: str = ""
+    budget: bool = False
 
     def wanted(self) -> str:
         """What a value must be, as an error about a bad one says it."""
@@ -104,6 +106,8 @@ def _listed(cls: type[D]) -> type[D]:
         default = option_field.default
         head = f"{option_field.name}: {option_field.type} = {default!r} ({declared.wanted()})"
         text = f"{declared.help}; {declared.more}" if declared.more else declared.help
+        if declared.budget:
+            text += " (a budget: `backtrack serve` holds a client's to its own)"
         indent = " " * 4
         entries.append(
             f"{head}\n{textwrap.fill(text, 96, initial_indent=indent, subsequent_indent=indent)}"
@@ -126,6 +130,7 @@ class GuideOptions:
             minimum=0,
             more="then the target completes the text itself (with complete_on_budget=False, "
             "the run stops)",
+            budget=True,
         ),
     )
     max_draft_tokens: int = option(
@@ -136,12 +141,21 @@ class GuideOptions:
             minimum=1,
             more="the loop also reads at most 32 characters per token of a round, whatever the "
             "drafter",
+            budget=True,
         ),
     )
-    max_rounds: int = option(32, Option("count", "drafts and corrections in all", minimum=1))
+    max_rounds: int = option(
+        32, Option("count", "drafts and corrections in all", minimum=1, budget=True)
+    )
     correction_tokens: int = option(
         16,
-        Option("count", "tokens per correction", minimum=1, more="the target's budget for one"),
+        Option(
+            "count",
+            "tokens per correction",
+            minimum=1,
+            more="the target's budget for one",
+            budget=True,
+        ),
     )
     completion_tokens: int = option(
         512,
@@ -150,6 +164,7 @@ class GuideOptions:
             "tokens the target may finish with",
             minimum=1,
             more="its budget for the final completion",
+            budget=True,
         ),
     )
     complete_on_budget: bool = option(
@@ -178,6 +193,7 @@ class GuideOptions:
             none_allowed=True,
             more='such as "Here is the JSON:" or pages of reasoning, read before anything is '
             "committed; None: all of it (the search is linear: about 0.3 s for 200 KB)",
+            budget=True,
         ),
     )
     max_attempts: int = option(
@@ -187,6 +203,7 @@ class GuideOptions:
             "attempts per draft request, retries included",
             minimum=1,
             more="a retry resumes from the committed text",
+            budget=True,
         ),
     )
     repair_window: int = option(
@@ -197,10 +214,12 @@ class GuideOptions:
             minimum=0,
             more="an edit after which the draft fits again (backtrack.repair.search), read on "
             "from the same stream; with 0 every cut is a correction and a new call",
+            budget=True,
         ),
     )
     max_repairs: int = option(
-        32, Option("count", "edits per run, each read on from the same stream", minimum=0)
+        32,
+        Option("count", "edits per run, each read on from the same stream", minimum=0, budget=True),
     )
     max_lost_chars: int | None = option(
         None,
@@ -227,6 +246,7 @@ class GuideOptions:
             "in its thread (sync: a blocked thread cannot be stopped; backtrack.run.deadline); an "
             "SDK's own read timeout still makes a stalled request a retried ProviderError before "
             "it. None: no bound",
+            budget=True,
         ),
     )
     # RUF009: option() is dataclasses.field, which ruff does not know; the Sampling is frozen.
@@ -262,6 +282,20 @@ def resolve(
             raise unknown_option(caller, name, also)
     base = options or GuideOptions()
     return replace(base, **changes) if changes else base  # type: ignore[arg-type]
+
+
+def capped(options: GuideOptions, ceiling: GuideOptions) -> GuideOptions:
+    """`options` with each budget held to `ceiling`'s (None is no limit): how `backtrack serve`
+    keeps what a client asks for (its max_tokens, its `backtrack` options) within the server's
+    own options, so that no request costs more work, memory or time than they allow."""
+    changes: dict[str, object] = {}
+    for option_field in fields(GuideOptions):
+        if not declaration(option_field).budget:
+            continue
+        asked, most = getattr(options, option_field.name), getattr(ceiling, option_field.name)
+        if most is not None and (asked is None or asked > most):
+            changes[option_field.name] = most
+    return replace(options, **changes) if changes else options  # type: ignore[arg-type]
 
 
 def option_names() -> tuple[str, ...]:

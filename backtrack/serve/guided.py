@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from backtrack.run.guide import AsyncGuideRun
-from backtrack.run.options import GuideOptions, resolve
+from backtrack.run.options import GuideOptions, capped, resolve
 from backtrack.serve.errors import ServeError, error_response, timed_out, to_serve_error
 from backtrack.serve.fields import Asked, GrammarSpec
 from backtrack.serve.grammar_cache import GrammarCache
@@ -59,8 +59,8 @@ class GuidedRequests:
         changes = dict(asked.options)
         if guided.max_tokens is not None:
             changes["max_draft_tokens"] = guided.max_tokens
-        try:
-            options = resolve("backtrack", self.options, changes)
+        try:  # the client's budgets held to the server's: its cost per request is bounded
+            options = capped(resolve("backtrack", self.options, changes), self.options)
         except (TypeError, ValueError) as exc:
             raise to_serve_error(exc) from exc
         grammar = await self.grammars.get(spec)

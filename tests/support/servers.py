@@ -16,7 +16,8 @@ One `MockServer` answers
 so the real SDKs can be pointed at it with `base_url`. Each request takes the next `Reply` from
 the queue (`server.script(...)`), or asks `server.responder(request_json)` for one when the queue
 is empty. A Reply is a text sent in chunks of `chunk_size` characters, an HTTP error, a stream
-that drops after `disconnect_after` chunks, an error event mid-stream, or a malformed body.
+that drops after `disconnect_after` chunks, a stream that never stops (`endless`), an error event
+mid-stream, or a malformed body.
 
 Every request is recorded (`server.exchanges`: path, headers, JSON body), with how many text
 chunks were written before the reply ended or the client hung up (`chunks_sent`,
@@ -28,12 +29,13 @@ truncated body the client notices.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -84,6 +86,9 @@ class Reply:
     reasoning_field: str = "reasoning_content"
     # Send no usage, whatever `stream_options` asks (llama.cpp's server).
     no_usage: bool = False
+    # After the text, stream this in chunks over and over: a reply that never stops (the client
+    # must hang up).
+    endless: str = ""
 
     def argument_pieces(self, arguments: str) -> list[str]:
         size = max(self.chunk_size, 1)
@@ -91,6 +96,12 @@ class Reply:
 
     def reasoning_pieces(self) -> list[str]:
         return self.argument_pieces(self.reasoning)
+
+    def streamed(self) -> Iterator[str]:
+        """The chunks a stream sends: the text's, then `endless`'s for ever."""
+        yield from self.pieces()
+        if self.endless:
+            yield from itertools.cycle(self.argument_pieces(self.endless))
 
     def pieces(self) -> list[str]:
         size = max(self.chunk_size, 1)
@@ -273,7 +284,7 @@ class _Handler(Handler):
 
     def _text_chunks(self, exchange: Exchange, reply: Reply, send: Callable[[str], None]) -> bool:
         """Send the text chunks; False when the stream dropped as scripted."""
-        for index, piece in enumerate(reply.pieces()):
+        for index, piece in enumerate(reply.streamed()):
             if reply.disconnect_after is not None and index >= reply.disconnect_after:
                 if reply.stream_error is None:
                     self.hang_up()

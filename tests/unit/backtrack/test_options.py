@@ -13,7 +13,7 @@ import pytest
 
 from backtrack import GuideOptions, Sampling, aguide, guide, wrap
 from backtrack.cli.parser import build_parser, guide_options
-from backtrack.run.options import declaration, option_names
+from backtrack.run.options import capped, declaration, option_names
 
 CALLS: list[Any] = []
 
@@ -203,3 +203,40 @@ def test_an_option_without_a_declaration_is_refused() -> None:
         TypeError, match=r"GuideOptions\.undeclared is not declared with option\(\)"
     ):
         MoreOptions()
+
+
+BUDGETS = {
+    "max_corrections",
+    "max_draft_tokens",
+    "max_rounds",
+    "correction_tokens",
+    "completion_tokens",
+    "max_preamble_chars",
+    "max_attempts",
+    "repair_window",
+    "max_repairs",
+    "max_seconds",
+}
+
+
+def test_the_budgets_are_the_options_that_cost_work_memory_or_time() -> None:
+    declared = {f.name for f in dataclasses.fields(GuideOptions) if declaration(f).budget}
+    assert declared == BUDGETS
+    assert "a budget: `backtrack serve` holds a client's to its own" in (GuideOptions.__doc__ or "")
+
+
+def test_capped_holds_each_budget_to_the_ceilings_and_leaves_the_rest() -> None:
+    ceiling = GuideOptions(max_draft_tokens=64, max_preamble_chars=1000, max_seconds=30.0)
+    huge = {name: 10**9 for name in BUDGETS}
+    asked = GuideOptions(**huge, min_reuse_chars=10**6, complete_on_budget=False)
+    got = capped(asked, ceiling)
+    assert {name: getattr(got, name) for name in BUDGETS} == {
+        name: getattr(ceiling, name) for name in BUDGETS
+    }
+    assert got.min_reuse_chars == 10**6 and got.complete_on_budget is False  # no budgets
+    # Less than the ceiling stays; None (no limit) is held to a ceiling that has one.
+    assert capped(GuideOptions(max_draft_tokens=8), ceiling).max_draft_tokens == 8
+    unbounded = GuideOptions(max_preamble_chars=None, max_seconds=None)
+    assert capped(unbounded, ceiling).max_seconds == 30.0
+    assert capped(unbounded, ceiling).max_preamble_chars == 1000
+    assert capped(ceiling, unbounded).max_seconds == 30.0  # a ceiling of None holds nothing
