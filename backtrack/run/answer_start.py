@@ -104,11 +104,11 @@ def sentence(line: str) -> bool:
 
 def commentary(text: str) -> bool:
     """Whether `text`, dropped before the answer, reads as commentary: each of its lines is
-    blank, a code fence, a markdown heading (`### Solution`), a sentence, or ends as one does
-    (`Sure!`, `Here you go:`). What does not (`setpencolor blue`) may be answer text the
+    blank, a code fence, a markdown heading (`### Solution`), or `spoken` (`Sure!`, `Here you
+    go:`). What does not (`setpencolor blue`, `setpencolor red yellow`) may be answer text the
     answer's start was placed past."""
     return all(
-        sentence(line)
+        spoken(line)
         or line.rstrip()[-1:] in ".:!?"
         or line.lstrip().startswith(FENCE)
         or _HEADING.match(line) is not None
@@ -125,7 +125,7 @@ def capitalised(text: str) -> bool:
     return _CAPITALISED.match(text) is not None
 
 
-_CAPITALISED = re.compile(r"\s*[A-Z][a-z]")
+_CAPITALISED = re.compile(r"\s*[A-Z](?:[a-z']|\s)")
 
 
 def spoken(line: str) -> bool:

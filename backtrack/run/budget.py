@@ -21,6 +21,7 @@ class Budget:
         self.options = options
         self.started = time.perf_counter()
         self._short_reply_continued = False  # a reply that stopped short was continued by the API
+        self._said_all = False  # and its continuation stopped short too
 
     def out_of_time(self) -> bool:
         """The run has used its `max_seconds`: no more API text, the target completes."""
@@ -43,7 +44,7 @@ class Budget:
         API is stuck on one slip."""
         corrections = sum(1 for r in rounds if r.kind != "draft")
         spent = corrections >= self.options.max_corrections or self.drafts_spent(rounds)
-        return spent or _stuck(rounds)
+        return spent or self._said_all or _stuck(rounds)
 
     def may_go_on(self, finish_reason: str) -> bool:
         """A reply that stopped before the text is complete (truncated, or a closing bracket
@@ -55,6 +56,18 @@ class Budget:
     def went_on(self, finish_reason: str) -> None:
         """The API continues a reply that ended for `finish_reason`."""
         self._short_reply_continued = self._short_reply_continued or finish_reason == "stop"
+
+    def stopped_short(self, finish_reason: str) -> None:
+        """A reply ended for `finish_reason` before the text is complete, and is not continued
+        by the API: where the API stopped so after it went on once (its reply fits, but a
+        closing bracket is left out), it has said all it means to, and the target completes the
+        text (asked again, an API repeats what it wrote, one call per correction)."""
+        self._said_all = self._said_all or (finish_reason == "stop" and self._short_reply_continued)
+
+    @property
+    def said_all(self) -> bool:
+        """The API stopped short after it went on once (`stopped_short`)."""
+        return self._said_all
 
 
 def _stuck(rounds: Sequence[Round]) -> bool:

@@ -28,6 +28,7 @@ from backtrack.run.trailing import (
     is_trailing,
     prose_lines_after,
     reads_on,
+    reads_on_after_edits,
 )
 from backtrack.trace.record import DropReason, Repair
 from providers.align import FENCE_OPENING
@@ -334,21 +335,23 @@ class DraftReader:
             self._end_at_cut(text[start:] + rest)
             return False
         edit = None
-        # A complete text with what reads as commentary after it: more document only where one
-        # edit lets everything read after it parse, and a good stretch of it.
+        # A complete text with what reads as commentary after it: more document only where an
+        # edit, or a few in its first line, let everything read after it parse, a good stretch.
         looks_trailing = checker.complete and is_trailing(checker, rest)
+        ended, floor = final and len(rest) <= len(window), self.output.edit_end
         if not answer_ended(checker, rest):
+            limits = READ_ON_LIMITS if looks_trailing else REPAIR_LIMITS
             edit = search(
                 checker,
                 window,
-                final=final and len(rest) <= len(window),
-                floor=self.output.edit_end,
-                limits=READ_ON_LIMITS if looks_trailing else REPAIR_LIMITS,
+                final=ended,
+                floor=floor,
+                limits=limits,
                 prefer=self.prefer,
                 alone=looks_trailing,
             )
-        if looks_trailing and edit and not reads_on(edit, window):
-            edit = None
+            if looks_trailing and not (edit and reads_on(edit, window, checker.text)):
+                edit = reads_on_after_edits(checker, window, final=ended, floor=floor)
         if edit is None:
             self._end_at_cut(rest)
             return False

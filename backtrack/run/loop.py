@@ -35,7 +35,7 @@ from backtrack.run.draft_round import DraftRound, ReplyEnd
 from backtrack.run.options import GuideOptions
 from backtrack.run.output import REPAIR_LIMITS, Output
 from backtrack.run.schema import policy_for
-from backtrack.run.trailing import HandBack, open_line_after_answer
+from backtrack.run.trailing import HandBack, close_up, open_line_after_answer
 from backtrack.trace.record import Round, StopReason, Trace
 from backtrack.trace.result import GuideResult
 from providers.base import AsyncDraftStream, DraftRequest, DraftStream, Prompt, Usage
@@ -204,14 +204,8 @@ class GuideLoop:
         draft = self._drafting("end_draft")
         end = draft.finish(finish_reason, stripped, reasoning)
         self._after_draft(draft.reader, end)
-        self._record(
-            draft.close(
-                end,
-                usage=usage or Usage(),
-                request_id=request_id,
-                retries=retries,
-            )
-        )
+        record = draft.close(end, usage=usage or Usage(), request_id=request_id, retries=retries)
+        self._record(record)
         self._draft = None
 
     def _after_draft(self, reader: DraftReader, end: ReplyEnd) -> None:
@@ -230,7 +224,11 @@ class GuideLoop:
             self.budget.went_on(end.reason)
             self._next = "draft"
         else:
-            self._next = "correct"
+            self.budget.stopped_short(end.reason)
+            if self.budget.said_all and close_up(self.output):
+                self.stop_reason = "complete"
+            else:
+                self._next = "correct"
 
     def draft_failed(self, error: BaseException, *, retries: int) -> None:
         """The provider failed for good; what was committed stays, the run ends."""

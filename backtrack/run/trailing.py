@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from backtrack.repair.search import search
 from backtrack.run.answer_start import prose, sentence, states_value
 from backtrack.run.output import REPAIR_LIMITS
 
@@ -68,18 +69,68 @@ def is_trailing(checker: Checker, rest: str) -> bool:
     return not more
 
 
-def reads_on(edit: Edit, window: str) -> bool:
-    """Whether, after `edit`, what looked like commentary after a complete text is more document:
-    what was read after the edit parses to the end of its first line (all of it, if it has no
-    line end), a good stretch of it or on into another line, and that line is no sentence (which
-    CSV, say, would take as a record). The next line may hold the next slip: a document written
-    in another notation slips on every line (`1.` for `-` in a markdown list)."""
-    after = window[edit.skip :]
+def reads_on(edit: Edit, window: str, text: str) -> bool:
+    """Whether, after `edit`, what looked like commentary after the complete `text` is more
+    document: what was read after the edit parses to the end of its first line (all of it, if it
+    has no line end), a good stretch of it or on into another line, and that line is no sentence
+    (which CSV, say, would take as a record), unless the edit wrote the line's own list mark as
+    the text's last line has it (`2. Build a tree.` as `- Build a tree.` after `- Parse...`). The
+    next line may hold the next slip: a document written in another notation slips on every line
+    (`1.` for `-` in a markdown list)."""
+    return _reads_through(window[edit.skip :], edit.fits, remarked=_remarked(edit, text))
+
+
+def _reads_through(after: str, fits: int, *, remarked: bool) -> bool:
+    """`reads_on` for the text `after` an edit, of which the first `fits` characters are read."""
     line = next((ln for ln in after.splitlines() if ln.strip()), "")
     line_end = after.find("\n", after.find(line) + len(line)) + 1 if line else 0
-    fits_line = edit.fits >= (line_end or len(after))
-    stretch = edit.fits >= _READS_ON or _ANOTHER_LINE.search(after[: edit.fits]) is not None
-    return fits_line and stretch and not sentence(line)
+    fits_line = fits >= (line_end or len(after))
+    stretch = fits >= _READS_ON or _ANOTHER_LINE.search(after[:fits]) is not None
+    return fits_line and stretch and (remarked or not sentence(line))
+
+
+def _remarked(edit: Edit, text: str) -> bool:
+    """Whether `edit` replaced a line's own list mark (`2.`, `*`) by the one the last line of
+    `text` starts with (`-`)."""
+    last = next((ln for ln in reversed(text.splitlines()) if ln.strip()), "")
+    own, meant = _MARK.fullmatch(edit.skipped.strip()), _MARK.match(last.lstrip())
+    if own is None or meant is None:
+        return False
+    return edit.insert.strip() == meant.group() != own.group()
+
+
+_MARK = re.compile(r"\d{1,3}[.)]|[^\w\s]{1,3}")  # a list mark: `1.`, `-`, `*`, `>`
+
+
+def reads_on_after_edits(checker: Checker, window: str, *, final: bool, floor: int) -> Edit | None:
+    """Where no one edit lets what looked like commentary after a complete text read on, the
+    first of a few (`_PATH`) after which it does, as `reads_on` has it: a line written in another
+    notation may slip twice (`"envlist" = py27` where INI keys are bare). The edits are made in
+    turn, each the best at its cut, and undone: the checker is left at the text it had."""
+    text, start = checker.text, checker.chars
+    low, at, first = start, 0, None
+    try:
+        for _ in range(_PATH):
+            edit = search(checker, window[at:], final=final, floor=floor, limits=REPAIR_LIMITS)
+            if edit is None:
+                return None
+            first = first or edit
+            low = min(low, checker.chars - edit.back)
+            checker.rollback(checker.chars - edit.back)
+            checker.feed(edit.insert)
+            at += edit.skip
+            at += checker.feed(window[at:])
+            if _reads_through(window[first.skip :], at - first.skip, remarked=False):
+                return first
+            if at == len(window):
+                return None
+        return None
+    finally:
+        checker.rollback(low)
+        checker.feed(text[low:start])
+
+
+_PATH = 3  # edits at most in a line read on after a complete text
 
 
 def open_line_after_answer(output: Output) -> int | None:
@@ -147,6 +198,38 @@ def drop_final_blanks(output: Output) -> None:
 
 
 _CLOSERS = ")]}>\"';,"  # what closes what is open (and separates)
+
+
+def closing(checker: Checker) -> str | None:
+    """The closers after which the text is complete, where it lacks only those (a bracket left
+    out, a string left open): at each step the first of `)]}>` the grammar takes, or a quote
+    where the text is inside a string; None where it takes none of them before the text is
+    complete, or needs more than `_MAX_CLOSERS`. The checker is left at the text it had."""
+    start, written = checker.chars, ""
+    try:
+        while not checker.complete:
+            following = checker.next_bytes()
+            quotes = "\"'" if checker.in_free_text() else ""
+            closer = next((c for c in ")]}>" + quotes if ord(c) in following), None)
+            if closer is None or len(written) == _MAX_CLOSERS:
+                return None
+            checker.feed(closer)
+            written += closer
+        return written
+    finally:
+        checker.rollback(start)
+
+
+_MAX_CLOSERS = 16
+
+
+def close_up(output: Output) -> bool:
+    """Where the text lacks only closers (`closing`), write them, as an edit."""
+    closers = closing(output.checker)
+    if closers:
+        output.checker.feed(closers)
+        output.add(closers, "edit")
+    return bool(closers)
 
 
 @dataclass

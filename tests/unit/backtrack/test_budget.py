@@ -61,3 +61,15 @@ def test_an_api_that_writes_its_answer_again_and_stops_where_it_stopped_gets_no_
     assert budget.target_completes([*rounds, correction(3), replace(again, index=4)])
     headway = replace(again, index=4, accepted_chars=40)
     assert not budget.target_completes([*rounds, correction(3), headway])
+
+
+def test_an_api_that_stops_short_after_going_on_has_said_all() -> None:
+    budget = Budget(GuideOptions(max_corrections=8, max_rounds=16))
+    budget.stopped_short("stop")  # not continued yet: a correction, then the API again
+    assert not budget.said_all and not budget.target_completes([draft(0, 5, cut_at=None)])
+    assert budget.may_go_on("stop")
+    budget.went_on("stop")
+    budget.stopped_short("length")  # out of tokens is no statement
+    assert not budget.said_all
+    budget.stopped_short("stop")
+    assert budget.said_all and budget.target_completes([draft(0, 5, cut_at=None)])

@@ -725,8 +725,8 @@ def test_run_that_cannot_finish_exits_1(
 ):
     """No correction and one token to finish with: the API's text is what comes out, and it is
     not finished. (A reply that stops short is continued by the API once: its second reply
-    stops short too.)"""
-    openai_server.script(text('{"a": [[["x", 1}'), text(", 2"))
+    stops short too, after a comma, where no closer ends the text.)"""
+    openai_server.script(text('{"a": [[["x", 1}'), text(", 2, "))
     argv = ["-p", "openai:gpt-test", "--base-url", f"{openai_server.url}/v1", "--json"]
     budget = ["--max-corrections", "0", "--completion-tokens", "1"]
     code, out, _ = run_cli("run", PROMPT, *argv, *budget, *repairs)

@@ -417,7 +417,10 @@ def test_search_leaves_the_checker_as_it_was() -> None:
 # -- both repair corpora, repairs alone ----------------------------------------------------------
 
 CORPUS_EXACT = 49  # of the 66 documents, when end tags, JSX and quoted values were last changed
-CORPUS_DISTANCE = 94  # edit distance to the meant documents, all of them together
+# Edit distance to the meant documents, all of them together. 94 before an API that stops short
+# twice had its brackets closed: arith-unbalanced and gql-missing-brace ended incomplete a
+# character away; now they are valid, the closer at the end, two characters away.
+CORPUS_DISTANCE = 96
 
 
 def test_the_repair_corpora_with_repairs_alone_lose_no_ground() -> None:
