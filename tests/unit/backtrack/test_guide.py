@@ -1251,7 +1251,7 @@ def test_a_line_with_two_slips_after_a_complete_text_is_more_document(chunk: int
     """`[tox]` is a complete INI file; the next line quotes its key as another notation does, so
     no one edit lets it read on, and it looked like commentary: the whole file after the header
     was dropped as trailing text. Two edits in the line let it read on, and it is kept."""
-    doc = '[tox]\nenvlist = py27, py34\nskip = true\n\n[testenv]\ndeps = pytest\n'
+    doc = "[tox]\nenvlist = py27, py34\nskip = true\n\n[testenv]\ndeps = pytest\n"
     draft = doc.replace("envlist", '"envlist"')
     api = ScriptedAPI("", drafts=[draft], chunk=chunk)
     result = run(api, load_unseen_grammar("ini"), ScriptedTarget(), stream=chunk > 0)
