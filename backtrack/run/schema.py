@@ -130,9 +130,9 @@ class SchemaSettling:
     def target_grammar(self, text: str) -> Grammar:
         """The schema's own order while `text` keeps it, else the schema with its properties
         listed in the order of `text`'s objects where that takes `text`: either way the target
-        writes each key once and every required key. Else (objects of one schema in different
-        orders, say) the drafts' any-order grammar, which lets a key repeat; the final check
-        still holds."""
+        writes each key once and every required key. Else (a closed object without a required
+        key, say) the drafts' any-order grammar, which lets a key repeat; the final check still
+        holds."""
         strict = self._parts.strict
         if strict is None or strict.check(text).chars == len(text):
             return strict or self.grammar

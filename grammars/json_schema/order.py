@@ -20,6 +20,9 @@ __all__ = ["in_text_order"]
 
 Path = tuple[str | int, ...]
 _BRANCHES = ("anyOf", "oneOf", "allOf")
+# The most orders one object schema is listed in: objects of one schema in more orders than this
+# (array items each in its own) keep the last ones.
+MAX_ORDERS = 8
 
 
 @dataclass
@@ -40,29 +43,42 @@ def in_text_order(schema: dict[str, Any], text: str) -> dict[str, Any] | None:
     """A copy of `schema` in which each object schema that an object of `text` (a prefix of a
     JSON document) stands under lists its properties in that object's order: the keys written
     first, then those the key `text` ends inside may be, then the rest in the schema's order.
-    None when no object of `text` changes an order. Objects of one schema written in different
-    orders cannot all be followed: the last one written wins, and the caller checks the result
-    against `text`."""
+    Where objects of one schema come in several orders (items of an array), it becomes an
+    `anyOf` of the schema in each (the last MAX_ORDERS). None when no object of `text` changes
+    an order. The caller checks the result against `text`."""
     out = copy.deepcopy(schema)
-    changed = False
+    found: dict[int, tuple[dict[str, Any], list[list[str]]]] = {}
     for obj in _objects(text):
         for node in _nodes(out, out, obj.path):
-            changed |= _reorder(node, obj)
+            order = _order(node, obj)
+            orders = found.setdefault(id(node), (node, []))[1]
+            if order is not None and order not in orders:
+                orders.append(order)
+    changed = False
+    for node, orders in found.values():  # after the walk, which reads the schema as given
+        if orders and orders != [list(node["properties"])]:
+            _reorder(node, orders[-MAX_ORDERS:])
+            changed = True
     return out if changed else None
 
 
-def _reorder(node: dict[str, Any], obj: _Object) -> bool:
+def _order(node: dict[str, Any], obj: _Object) -> list[str] | None:
+    """The properties of the object schema `node` in `obj`'s order (None: `node` lists none)."""
     properties = node.get("properties")
     if not isinstance(properties, dict):
-        return False
+        return None
     first = [k for k in dict.fromkeys(obj.keys) if k in properties]
     if obj.partial is not None:
         first += [k for k in properties if k.startswith(obj.partial) and k not in first]
-    order = [*first, *(k for k in properties if k not in first)]
-    if order == list(properties):
-        return False
-    node["properties"] = {k: properties[k] for k in order}
-    return True
+    return [*first, *(k for k in properties if k not in first)]
+
+
+def _reorder(node: dict[str, Any], orders: list[list[str]]) -> None:
+    """`node` with its properties in the order given, or an `anyOf` of it in each."""
+    properties = node["properties"]
+    copies = [{**node, "properties": {k: properties[k] for k in order}} for order in orders]
+    node.clear()
+    node.update(copies[0] if len(copies) == 1 else {"anyOf": copies})
 
 
 def _nodes(root: dict[str, Any], node: Any, path: Path, depth: int = 0) -> Iterator[dict[str, Any]]:

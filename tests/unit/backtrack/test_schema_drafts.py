@@ -121,8 +121,15 @@ def test_a_missing_required_key_is_inserted_where_its_object_ends() -> None:
             'am": "t"}',
             'am": "t", "people"',
         ),
+        # Items of one schema in two orders: the target writes under either.
+        (
+            TEAM_GRAMMAR,
+            '{"team": "t", "people": [{"age": 1, "name": "A"}, {"name": "B"',
+            ', "age": 2}]}',
+            ', "name": "C"',
+        ),
     ],
-    ids=["top-level", "inside-a-key", "nested", "nested-closed"],
+    ids=["top-level", "inside-a-key", "nested", "nested-closed", "two-orders"],
 )
 def test_the_target_writes_on_out_of_order_without_repeating_a_key(
     grammar: Grammar, draft: str, completion: str, repeat: str
@@ -136,13 +143,16 @@ def test_the_target_writes_on_out_of_order_without_repeating_a_key(
     assert written_under.check(draft + repeat).chars < len(draft + repeat)
 
 
-def test_objects_of_one_schema_in_two_orders_leave_the_target_the_any_order_grammar() -> None:
-    """No one order of the person's keys takes both: the target writes under the any-order
-    grammar (the final check still holds)."""
-    draft = '{"team": "t", "people": [{"age": 1, "name": "A"}, {"name": "B"'
-    target = ScriptedTarget(', "age": 2}]}')
-    result = run(TEAM_GRAMMAR, draft, target)
-    assert (result.valid, target.grammars) == (True, [TEAM_GRAMMAR])
+def test_a_text_no_order_of_the_schema_takes_leaves_the_target_the_any_order_grammar() -> None:
+    """A person without a name, closed: the schema in no order takes it, so the target writes
+    under the any-order grammar, and the final check inserts the name."""
+    target = ScriptedTarget('am": "t"}', '"B"')
+    result = run(TEAM_GRAMMAR, '{"people": [{"age": 2}], "te', target)
+    assert (result.text, result.valid) == (
+        '{"people": [{"age": 2, "name": "B"}], "team": "t"}',
+        True,
+    )
+    assert target.grammars[0] == TEAM_GRAMMAR
 
 
 def test_a_missing_key_in_a_nested_object_is_inserted_there() -> None:

@@ -45,6 +45,12 @@ def orders(schema: Any) -> list[list[str]]:
             '{"ys": [{"q": 1, "p": 2}, {"q": 3',
             [["ys", "x"], ["q", "p"]],
         ),
+        # Objects of one schema in two orders: an anyOf of the schema in each.
+        (
+            obj(x=S, ys={"type": "array", "items": obj(p=INT, q=INT)}),
+            '{"ys": [{"q": 1, "p": 2}, {"p": 3',
+            [["ys", "x"], ["q", "p"], ["p", "q"]],
+        ),
         # Through a $ref (the definition is reordered) and into every anyOf branch.
         (
             {"$ref": "#/$defs/h", "$defs": {"h": HOTEL}},
@@ -57,7 +63,16 @@ def orders(schema: Any) -> list[list[str]]:
             [["b", "a"], ["b", "c"]],
         ),
     ],
-    ids=["top-level", "inside-a-key", "strings", "escaped-key", "nested", "ref", "any-of"],
+    ids=[
+        "top-level",
+        "inside-a-key",
+        "strings",
+        "escaped-key",
+        "nested",
+        "two-orders",
+        "ref",
+        "any-of",
+    ],
 )
 def test_objects_list_their_keys_in_the_text_order(
     schema: dict[str, Any], text: str, expected: list[list[str]]
