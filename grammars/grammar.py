@@ -12,7 +12,7 @@ import json
 import logging
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias
 
@@ -62,9 +62,10 @@ class SchemaParts:
     # Decides a whole document where the grammar is not the whole test: a relaxed keyword it
     # checks, or keys read in any order (None: the grammar's check is the whole test).
     validator: Validator | None = None
-    # Where drafts are checked with keys in any order (grammars/json_schema/build.py): the
-    # schema's own grammar, in its order (None where this grammar is in that order).
+    # Where drafts are read in any key order (json_schema/build.py): the schema's own grammar
+    # (None where this one is), and the relaxed schema it came from (json_schema/order.py).
     strict: Grammar | None = None
+    strict_schema: dict[str, Any] | None = field(default=None, compare=False)
 
 
 def _schema_parts(schema: dict[str, Any], notes: tuple[Relaxation, ...]) -> SchemaParts:
@@ -231,9 +232,8 @@ class Grammar:
         loose = loosen(relaxed)
         if loose == relaxed:
             return strict
-        # Drafts read in any key order: the validator decides every whole document.
         validator = strict.schema.validator if strict.schema else None
-        parts = SchemaParts(notes, validator or Validator(schema), strict)
+        parts = SchemaParts(notes, validator or Validator(schema), strict, relaxed)
         try:
             return cls(
                 llguidance.LLMatcher.grammar_from_json_schema(json.dumps(loose)),

@@ -16,17 +16,19 @@ answers for a JSON schema, and may move the run to the schema's own order mid-ru
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from grammars.grammar import SchemaParts
+from grammars.errors import GrammarError
+from grammars.grammar import Grammar, SchemaParts
 from grammars.json_schema.build import repeated_member
+from grammars.json_schema.order import in_text_order
 
 if TYPE_CHECKING:
     from backtrack.run.output import Output
     from grammars import Checker
-    from grammars.grammar import Grammar
     from grammars.json_schema.build import Validator
 
 logger = logging.getLogger(__name__)
@@ -98,6 +100,8 @@ class SchemaSettling:
         self._inserted_keys: set[str] = set()  # required keys inserted so far
         self._validator_cuts = 0
         self._order: Checker | None = None  # the schema's own order, over the committed text
+        # The schema's grammar with its keys in a text's order, by that schema (None: none).
+        self._orders: dict[str, Grammar | None] = {}
 
     def final_limit(self, output: Output) -> int:
         """Under a schema read in any key order, text its own order refuses may be taken back
@@ -124,13 +128,34 @@ class SchemaSettling:
         return self._parts.validator is None or self.grammar.matches(text)
 
     def target_grammar(self, text: str) -> Grammar:
-        """The schema's own order while `text` keeps it (the target then writes every required
-        key), else the drafts' any-order grammar (the API put keys in another order; the final
-        check still holds)."""
+        """The schema's own order while `text` keeps it, else the schema with its properties
+        listed in the order of `text`'s objects where that takes `text`: either way the target
+        writes each key once and every required key. Else (a closed object without a required
+        key, say) the drafts' any-order grammar, which lets a key repeat; the final check still
+        holds."""
         strict = self._parts.strict
-        if strict is not None and strict.check(text).chars == len(text):
-            return strict
-        return self.grammar
+        if strict is None or strict.check(text).chars == len(text):
+            return strict or self.grammar
+        ordered = self._in_text_order(strict, text)
+        return self.grammar if ordered is None else ordered
+
+    def _in_text_order(self, strict: Grammar, text: str) -> Grammar | None:
+        """The schema's grammar with its properties in `text`'s order, if it takes `text`."""
+        schema = self._parts.strict_schema
+        reordered = None if schema is None else in_text_order(schema, text)
+        if reordered is None:
+            return None
+        key = json.dumps(reordered)
+        if key not in self._orders:
+            try:
+                grammar = Grammar.from_json_schema(reordered, limits=strict.limits)
+            except GrammarError as exc:
+                logger.debug("JSON schema in the text's key order: %s", exc)
+                grammar = None
+            parts = grammar.schema if grammar is not None else None
+            self._orders[key] = parts.strict if parts and parts.strict else grammar
+        ordered = self._orders[key]
+        return ordered if ordered and ordered.check(text).chars == len(text) else None
 
     def settle(self, output: Output) -> Settled | None:
         """The text is complete but not valid under the schema. A key its object already has is

@@ -102,10 +102,57 @@ def test_a_missing_required_key_is_inserted_where_its_object_ends() -> None:
     assert result.text == '{"tags": ["a"], "name": "Bob", "age": 25}'
     assert (result.valid, result.api_calls, result.corrections) == (True, 1, 1)
     assert target.calls == [('{"tags": ["a"], "name": "Bob", "age": ', "terminal")]
-    # The API's order is kept, so the target writes under the any-order grammar.
-    assert target.grammars == [GRAMMAR]
+    # The API's order is kept: the target writes under the schema with its keys in that order.
+    (grammar,) = target.grammars
+    assert grammar not in (GRAMMAR, STRICT) and grammar.matches(result.text)
     origins = [(s.origin, s.text) for s in result.trace.spans]
     assert ("deleted", "}") in origins and ("edit", ', "age": ') in origins
+
+
+@pytest.mark.parametrize(
+    ("grammar", "draft", "completion", "repeat"),
+    [
+        (GRAMMAR, '{"age": 42, "tags": ["a"]', ', "name": "Bob"}', ', "age": 1'),
+        (GRAMMAR, '{"tags": [], "na', 'me": "Al", "age": 3}', 'me": "Al", "tags"'),
+        (TEAM_GRAMMAR, '{"team": "t", "people": [{"age": 2', ', "name": "B"}]}', ', "age": 3'),
+        (
+            TEAM_GRAMMAR,
+            '{"people": [{"age": 2, "name": "A"}], "te',
+            'am": "t"}',
+            'am": "t", "people"',
+        ),
+        # Items of one schema in two orders: the target writes under either.
+        (
+            TEAM_GRAMMAR,
+            '{"team": "t", "people": [{"age": 1, "name": "A"}, {"name": "B"',
+            ', "age": 2}]}',
+            ', "name": "C"',
+        ),
+    ],
+    ids=["top-level", "inside-a-key", "nested", "nested-closed", "two-orders"],
+)
+def test_the_target_writes_on_out_of_order_without_repeating_a_key(
+    grammar: Grammar, draft: str, completion: str, repeat: str
+) -> None:
+    """Under the any-order grammar a key may come again, and a target wrote one over and over
+    until its budget ended (issue 23): it writes under the schema in the draft's key order."""
+    target = ScriptedTarget(completion)
+    result = run(grammar, draft, target)
+    assert (result.text, result.valid, result.corrections) == (draft + completion, True, 1)
+    (written_under,) = target.grammars
+    assert written_under.check(draft + repeat).chars < len(draft + repeat)
+
+
+def test_a_text_no_order_of_the_schema_takes_leaves_the_target_the_any_order_grammar() -> None:
+    """A person without a name, closed: the schema in no order takes it, so the target writes
+    under the any-order grammar, and the final check inserts the name."""
+    target = ScriptedTarget('am": "t"}', '"B"')
+    result = run(TEAM_GRAMMAR, '{"people": [{"age": 2}], "te', target)
+    assert (result.text, result.valid) == (
+        '{"people": [{"age": 2, "name": "B"}], "team": "t"}',
+        True,
+    )
+    assert target.grammars[0] == TEAM_GRAMMAR
 
 
 def test_a_missing_key_in_a_nested_object_is_inserted_there() -> None:
@@ -313,3 +360,41 @@ def test_properties_merged_from_several_places_come_in_any_order(schema: dict[st
     grammar = Grammar.from_json_schema(schema)
     assert grammar.matches('{"foo": "a", "bar": 2}') and grammar.matches('{"bar": 2, "foo": "a"}')
     assert not grammar.matches('{"foo": 1, "bar": 2}')
+
+
+HOTEL = {
+    "type": "object",
+    "properties": {
+        "hotel": {"type": "string"},
+        "nights": {"type": "integer"},
+        "guests": {"type": "integer"},
+        "breakfast": {"type": "boolean"},
+    },
+    "required": ["hotel", "nights", "guests", "breakfast"],
+    "additionalProperties": False,
+}
+HOTEL_KEYS = list(HOTEL["properties"])
+
+
+@pytest.mark.parametrize(
+    "draft",
+    [
+        '{"hotel": "description", "guests": -1',
+        '{"guests": -1',
+        '{"hotel": "Ritz", "guests": 2',
+    ],
+)
+def test_smollm2_completes_an_object_out_of_schema_order_with_each_key_once(
+    target: Any, draft: str
+) -> None:
+    """SmolLM2 wrote `, "nights": -1` forty times after such a draft until its budget ended
+    (issue 23, bench_real_drafts' hotel task through llama.cpp)."""
+    keys = ", ".join(HOTEL_KEYS)
+    prompt = f"Give a JSON object describing a hotel booking, with the keys {keys}."
+    api = ScriptedAPI(draft)
+    result = guide(providers.FunctionDrafter(api), HOTEL, prompt=prompt, target=target)
+    assert result.valid and result.text.startswith(draft), result.text
+    assert sorted(json.loads(result.text)) == sorted(HOTEL_KEYS)
+    # Nothing written had to go again: no key came twice.
+    deleted = [s.text for s in result.trace.spans if s.origin == "deleted"]
+    assert not deleted, deleted

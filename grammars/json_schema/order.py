@@ -1,0 +1,190 @@
+"""A JSON schema whose objects list their properties in the order a text wrote them.
+
+A draft's keys may come in any order (build.py `loosen`), but the any-order grammar also lets a
+key come again, any number of times: a target writing under it may repeat a key until its budget
+ends. The engine writes an object's properties in the order the schema lists them, each at most
+once, the required ones all; so a target writing on from a text in another order writes under the
+schema with its properties listed in that text's order (`in_text_order`): the keys the text has
+first, as it wrote them, then the others in the schema's own order.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["in_text_order"]
+
+Path = tuple[str | int, ...]
+_BRANCHES = ("anyOf", "oneOf", "allOf")
+# The most orders one object schema is listed in: objects of one schema in more orders than this
+# (array items each in its own) keep the last ones.
+MAX_ORDERS = 8
+
+
+@dataclass
+class _Object:
+    """An object in a JSON text: where it is, its keys in the order written, and the start of a
+    key the text ends inside (None: none)."""
+
+    path: Path
+    keys: list[str] = field(default_factory=list)
+    partial: str | None = None
+
+    def step(self) -> str:
+        """The key of the value being written."""
+        return self.keys[-1] if self.keys else ""
+
+
+def in_text_order(schema: dict[str, Any], text: str) -> dict[str, Any] | None:
+    """A copy of `schema` in which each object schema that an object of `text` (a prefix of a
+    JSON document) stands under lists its properties in that object's order: the keys written
+    first, then those the key `text` ends inside may be, then the rest in the schema's order.
+    Where objects of one schema come in several orders (items of an array), it becomes an
+    `anyOf` of the schema in each (the last MAX_ORDERS). None when no object of `text` changes
+    an order. The caller checks the result against `text`."""
+    out = copy.deepcopy(schema)
+    found: dict[int, tuple[dict[str, Any], list[list[str]]]] = {}
+    for obj in _objects(text):
+        for node in _nodes(out, out, obj.path):
+            order = _order(node, obj)
+            orders = found.setdefault(id(node), (node, []))[1]
+            if order is not None and order not in orders:
+                orders.append(order)
+    changed = False
+    for node, orders in found.values():  # after the walk, which reads the schema as given
+        if orders and orders != [list(node["properties"])]:
+            _reorder(node, orders[-MAX_ORDERS:])
+            changed = True
+    return out if changed else None
+
+
+def _order(node: dict[str, Any], obj: _Object) -> list[str] | None:
+    """The properties of the object schema `node` in `obj`'s order (None: `node` lists none)."""
+    properties = node.get("properties")
+    if not isinstance(properties, dict):
+        return None
+    first = [k for k in dict.fromkeys(obj.keys) if k in properties]
+    if obj.partial is not None:
+        first += [k for k in properties if k.startswith(obj.partial) and k not in first]
+    return [*first, *(k for k in properties if k not in first)]
+
+
+def _reorder(node: dict[str, Any], orders: list[list[str]]) -> None:
+    """`node` with its properties in the order given, or an `anyOf` of it in each."""
+    properties = node["properties"]
+    copies = [{**node, "properties": {k: properties[k] for k in order}} for order in orders]
+    node.clear()
+    node.update(copies[0] if len(copies) == 1 else {"anyOf": copies})
+
+
+def _nodes(root: dict[str, Any], node: Any, path: Path, depth: int = 0) -> Iterator[dict[str, Any]]:
+    """The object schemas in `root` that the value at `path` under `node` stands under: through
+    local `$ref`s and into every `anyOf`, `oneOf` and `allOf` branch."""
+    if not isinstance(node, dict) or depth > 64:  # a `$ref` cycle
+        return
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#"):
+        yield from _nodes(root, _pointer(root, ref), path, depth + 1)
+    for key in _BRANCHES:
+        for branch in node.get(key, ()) if isinstance(node.get(key), list) else ():
+            yield from _nodes(root, branch, path, depth + 1)
+    if not path:
+        yield node
+        return
+    step, rest = path[0], path[1:]
+    if isinstance(step, str):
+        properties = node.get("properties")
+        named = properties.get(step) if isinstance(properties, dict) else None
+        inner = named if named is not None else node.get("additionalProperties")
+    else:
+        prefix = node.get("prefixItems")
+        inner = prefix[step] if isinstance(prefix, list) and step < len(prefix) else None
+        inner = inner if inner is not None else node.get("items")
+    yield from _nodes(root, inner, rest, depth + 1)
+
+
+def _pointer(root: dict[str, Any], ref: str) -> Any:
+    """The schema a local `$ref` names (None where it names none)."""
+    node: Any = root
+    for part in ref[1:].split("/")[1:]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def _objects(text: str) -> list[_Object]:
+    """The objects of a JSON text or a prefix of one, in the order they open (a scan that trusts
+    the text to be JSON so far, as the grammar has checked it)."""
+    found: list[_Object] = []
+    stack: list[_Object | _Array] = []
+    key_next = False  # the next string is a key
+    at = 0
+    while at < len(text):
+        char = text[at]
+        top = stack[-1] if stack else None
+        if char == '"':
+            end = _string_end(text, at)
+            if key_next and isinstance(top, _Object):
+                if end is None:
+                    top.partial = _decoded(text[at + 1 :])
+                else:
+                    top.keys.append(_decoded(text[at + 1 : end - 1]))
+                key_next = False
+            at = len(text) if end is None else end
+            continue
+        if char in "{[":
+            path = () if top is None else (*top.path, top.step())
+            if char == "{":
+                found.append(_Object(path))
+                stack.append(found[-1])
+                key_next = True
+            else:
+                stack.append(_Array(path))
+        elif char in "}]" and stack:
+            stack.pop()
+        elif char == "," and top is not None:
+            if isinstance(top, _Array):
+                top.items += 1
+            else:
+                key_next = True
+        at += 1
+    return found
+
+
+@dataclass
+class _Array:
+    path: Path
+    items: int = 0
+
+    def step(self) -> int:
+        return self.items
+
+
+def _string_end(text: str, at: int) -> int | None:
+    """Past the closing quote of the string whose opening quote is at `at` (None where the text
+    ends inside the string)."""
+    at += 1
+    while at < len(text):
+        if text[at] == "\\":
+            at += 2
+        elif text[at] == '"':
+            return at + 1
+        else:
+            at += 1
+    return None
+
+
+def _decoded(raw: str) -> str:
+    """A JSON string's characters from its text between the quotes (an escape cut short at the
+    end is left out)."""
+    for end in range(len(raw), max(len(raw) - 6, 0) - 1, -1):
+        try:
+            value = json.loads(f'"{raw[:end]}"')
+        except ValueError:
+            continue
+        return value if isinstance(value, str) else ""
+    return ""

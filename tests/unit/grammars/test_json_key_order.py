@@ -1,0 +1,98 @@
+"""in_text_order: a JSON schema whose objects list their properties in the order a text (a prefix
+of a JSON document) wrote them, for a target that writes on from that text each key once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from grammars import Grammar
+from grammars.json_schema.order import in_text_order
+
+
+def obj(**properties: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(properties)}
+
+
+S, INT = {"type": "string"}, {"type": "integer"}
+HOTEL = obj(hotel=S, nights=INT, guests=INT, breakfast={"type": "boolean"})
+
+
+def orders(schema: Any) -> list[list[str]]:
+    """Every object schema's property names, in order, depth first."""
+    if isinstance(schema, list):
+        return [o for s in schema for o in orders(s)]
+    if not isinstance(schema, dict):
+        return []
+    own = [list(schema["properties"])] if isinstance(schema.get("properties"), dict) else []
+    return own + [o for v in schema.values() for o in orders(v)]
+
+
+@pytest.mark.parametrize(
+    ("schema", "text", "expected"),
+    [
+        # The keys written first, as written; then the rest in the schema's order.
+        (HOTEL, '{"hotel": "Ritz", "guests": 2', [["hotel", "guests", "nights", "breakfast"]]),
+        # A key the text ends inside: the properties it may be come next.
+        (HOTEL, '{"breakfast": true, "gu', [["breakfast", "guests", "hotel", "nights"]]),
+        # Strings with braces, quotes and escapes are not structure; an escaped key is decoded.
+        (obj(a=S, b=S), '{"b": "}{\\"", "a', [["b", "a"]]),
+        (obj(a=S, é=S), '{"\\u00e9": "x"', [["é", "a"]]),
+        # Nested objects, through arrays, each under its own schema.
+        (
+            obj(x=S, ys={"type": "array", "items": obj(p=INT, q=INT)}),
+            '{"ys": [{"q": 1, "p": 2}, {"q": 3',
+            [["ys", "x"], ["q", "p"]],
+        ),
+        # Objects of one schema in two orders: an anyOf of the schema in each.
+        (
+            obj(x=S, ys={"type": "array", "items": obj(p=INT, q=INT)}),
+            '{"ys": [{"q": 1, "p": 2}, {"p": 3',
+            [["ys", "x"], ["q", "p"], ["p", "q"]],
+        ),
+        # Through a $ref (the definition is reordered) and into every anyOf branch.
+        (
+            {"$ref": "#/$defs/h", "$defs": {"h": HOTEL}},
+            '{"nights": 1',
+            [["nights", "hotel", "guests", "breakfast"]],
+        ),
+        (
+            {"anyOf": [obj(a=S, b=S), obj(b=INT, c=INT)]},
+            '{"b": 1',
+            [["b", "a"], ["b", "c"]],
+        ),
+    ],
+    ids=[
+        "top-level",
+        "inside-a-key",
+        "strings",
+        "escaped-key",
+        "nested",
+        "two-orders",
+        "ref",
+        "any-of",
+    ],
+)
+def test_objects_list_their_keys_in_the_text_order(
+    schema: dict[str, Any], text: str, expected: list[list[str]]
+) -> None:
+    ordered = in_text_order(schema, text)
+    assert ordered is not None and orders(ordered) == expected
+    assert orders(schema) != expected  # the schema given is left as it was
+
+
+@pytest.mark.parametrize("text", ['{"hotel": "Ritz", "nights": 2', '{"hot', "[1, 2", ""])
+def test_a_text_in_the_schema_order_changes_nothing(text: str) -> None:
+    assert in_text_order(HOTEL, text) is None
+
+
+def test_the_grammar_in_the_text_order_takes_no_key_twice() -> None:
+    text = '{"hotel": "Ritz", "guests": 2'
+    ordered = in_text_order(HOTEL, text)
+    assert ordered is not None
+    grammar = Grammar.from_json_schema(ordered)
+    strict = grammar.schema.strict if grammar.schema else None
+    assert strict is not None and strict.matches(text + ', "nights": 1, "breakfast": true}')
+    for more in (', "guests": 3', ', "hotel": "', ', "nights": 1, "nights"'):
+        assert strict.check(text + more).chars < len(text + more), more
