@@ -225,7 +225,7 @@ class GuideLoop:
             self._next = "draft"
         else:
             self.budget.stopped_short(end.reason)
-            if self.budget.said_all and close_up(self.output):
+            if self.budget.said_all and close_up(self.output, self.schema.met):
                 self.stop_reason = "complete"
             else:
                 self._next = "correct"

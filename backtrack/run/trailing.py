@@ -18,6 +18,8 @@ from backtrack.run.answer_start import prose, sentence, states_value
 from backtrack.run.output import REPAIR_LIMITS
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from backtrack.repair.candidates import Edit
     from backtrack.run.output import Output
     from grammars import Checker
@@ -223,13 +225,15 @@ def closing(checker: Checker) -> str | None:
 _MAX_CLOSERS = 16
 
 
-def close_up(output: Output) -> bool:
-    """Where the text lacks only closers (`closing`), write them, as an edit."""
+def close_up(output: Output, met: Callable[[str], bool]) -> bool:
+    """Where the text lacks only closers (`closing`), and `met` takes the text they complete (a
+    JSON schema's required keys are there), write them, as an edit."""
     closers = closing(output.checker)
-    if closers:
-        output.checker.feed(closers)
-        output.add(closers, "edit")
-    return bool(closers)
+    if not closers or not met(output.text + closers):
+        return False
+    output.checker.feed(closers)
+    output.add(closers, "edit")
+    return True
 
 
 @dataclass
