@@ -102,6 +102,14 @@ class LocalTarget:
         """Token ids of `prompt` (local_target.prompt)."""
         return prompt_ids(self.tokenizer, prompt, self.vocab.eos)
 
+    def tokens_left(self, prompt: Prompt, text: str) -> int | None:
+        """The tokens the model's context has left after `prompt` and `text` as a session holds
+        them (negative where they pass it; local_target.engine.CountsTokens); None where the
+        context is not known."""
+        if self.context_length is None:
+            return None
+        return self.context_length - len(self.prompt_ids(prompt)) - len(self.vocab.encode(text))
+
     # -- sessions -------------------------------------------------------------------------------
 
     def check_length(self, n_tokens: int, what: str) -> None:
