@@ -22,7 +22,7 @@ from typing import Any
 import openai
 import pytest
 
-from backtrack import Grammar, GuideResult, guide
+from backtrack import Grammar, guide
 from backtrack.run.context import SLACK_TOKENS
 from backtrack.run.options import GuideOptions
 from backtrack.serve.app import ServeConfig, ServeLimits
@@ -131,43 +131,44 @@ def test_a_target_with_no_known_context_bounds_nothing() -> None:
 # -- the real SmolLM2 target -----------------------------------------------------------------------
 
 
-@pytest.fixture
-def small_context(smollm2: LocalTarget, monkeypatch: pytest.MonkeyPatch) -> LocalTarget:
-    """SmolLM2 with a context of 512 tokens (its own holds 8192): every check reads this."""
-    monkeypatch.setattr(smollm2, "context_length", 512)
-    return smollm2
+def smaller_context(target: LocalTarget, monkeypatch: pytest.MonkeyPatch, tokens: int) -> None:
+    """SmolLM2 with a context of `tokens` (its own holds 8192): every check reads this."""
+    monkeypatch.setattr(target, "context_length", tokens)
 
 
 @pytest.mark.model
 def test_guide_with_an_endless_api_returns_within_smollm2s_context(
-    small_context: LocalTarget,
+    smollm2: LocalTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    result = guide(endless, JSON, prompt=PROMPT, target=small_context, **SMALL)
-    assert_fits(result, small_context)
-
-
-def assert_fits(result: GuideResult, target: LocalTarget, prompt: Any = PROMPT) -> None:
-    assert (result.valid, result.stop_reason) == (True, "context_full")
-    assert result.api_calls == 1
-    used = len(target.prompt_ids(prompt)) + len(target.vocab.encode(result.text))
+    smaller_context(smollm2, monkeypatch, 512)
+    result = guide(endless, JSON, prompt=PROMPT, target=smollm2, **SMALL)
+    assert (result.valid, result.stop_reason, result.api_calls) == (True, "context_full", 1)
+    assert result.text.startswith('["w0", "w1", "w2", ')
+    used = len(smollm2.prompt_ids(PROMPT)) + len(smollm2.vocab.encode(result.text))
     assert used <= 512
 
 
 @pytest.mark.model
 def test_serve_with_an_endless_upstream_answers_200(
-    small_context: LocalTarget, openai_server: MockServer
+    smollm2: LocalTarget, monkeypatch: pytest.MonkeyPatch, openai_server: MockServer
 ) -> None:
-    """At the server's default budgets (GuideOptions()), which let the drafts pass the context."""
+    """At the server's default budgets (GuideOptions(): the drafts may read 0.5 MB), on a context
+    of 1024 tokens: the drafts fill what the completion's 512 tokens and a correction leave."""
+    smaller_context(smollm2, monkeypatch, 1024)
     openai_server.responder = lambda body: text("[", endless='"w", ')
-    config = ServeConfig(openai_server.url, "openai", None, ServeLimits(timeout=120.0))
+    config = ServeConfig(openai_server.url, "openai", None, ServeLimits(timeout=300.0))
     assert config.options == GuideOptions()
     messages: Any = [{"role": "user", "content": PROMPT}]
-    with running(config, small_context) as url:
+    with running(config, smollm2) as url:
         client = openai.OpenAI(base_url=f"{url}/v1", api_key="sk-client", max_retries=0)
         with client:
             reply = client.chat.completions.create(
                 model="m", messages=messages, extra_body={"guided_json": {"type": "array"}}
             )
-    assert reply.choices[0].message.content is not None
-    answer = reply.choices[0].message.content
-    assert answer.startswith('["w", "w", ') and answer.endswith("]")
+    summary = reply.model_extra["backtrack"]  # type: ignore[index]
+    assert (summary["valid"], summary["stop_reason"], summary["api_calls"]) == (
+        True,
+        "context_full",
+        1,
+    )
+    assert (reply.choices[0].message.content or "").startswith('["w", "w", "w", ')
