@@ -23,7 +23,7 @@ import openai
 import pytest
 
 from backtrack import Grammar, guide
-from backtrack.run.context import SLACK_TOKENS
+from backtrack.run.context import SLACK_TOKENS, UNLOADED_FREE_BYTES
 from backtrack.run.options import GuideOptions
 from backtrack.serve.app import ServeConfig, ServeLimits
 from local_target import Correction, LocalTarget
@@ -67,14 +67,14 @@ class CountingTarget(Closing):
         super().__init__()
         self.context = context
         self.tokenizer = real_tokenizer("smollm2")
-        self.counts = 0
+        self.counted: list[int] = []  # the length of each text counted
 
     def tokens(self, prompt: Any, text: str) -> int:
         ids = prompt_ids(self.tokenizer, prompt, self.tokenizer.eos_token_id)
         return len(ids) + len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def tokens_left(self, prompt: Any, text: str) -> int | None:
-        self.counts += 1
+        self.counted.append(len(text))
         return self.context - self.tokens(prompt, text)
 
     def correct(self, text: str, grammar: Grammar, **options: Any) -> Correction:
@@ -94,7 +94,7 @@ def test_an_endless_api_stops_drafting_where_the_context_would_be_passed() -> No
     left = 600 - target.tokens(PROMPT, last[0])
     assert SMALL["completion_tokens"] + SMALL["correction_tokens"] + SLACK_TOKENS <= left < 350
     # Counted a few times, not per chunk (each draft chunk is a word).
-    assert target.counts <= 4 < len(result.text) // 8
+    assert len(target.counted) <= 4 < len(result.text) // 8
 
 
 def test_a_completion_is_held_to_the_room_left() -> None:
@@ -126,6 +126,21 @@ def test_a_target_with_no_known_context_bounds_nothing() -> None:
     result = guide(endless, JSON, prompt=PROMPT, target=Closing(), **options)
     assert (result.valid, result.stop_reason) == (True, "target_completed")
     assert len(result.text) > 64 * 32  # the first draft read its whole character budget
+
+
+def test_a_run_whose_target_is_not_loaded_yet_counts_only_past_the_free_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Counting would load the default target: the first UNLOADED_FREE_BYTES are read without."""
+    import backtrack.run.driver as driver
+
+    target = CountingTarget(8192)
+    monkeypatch.setattr(driver, "_default_target", None)
+    monkeypatch.setattr(driver, "default_target", lambda: target)
+    options = {**SMALL, "max_draft_tokens": 512}
+    result = guide(endless, JSON, prompt=PROMPT, **options)
+    assert (result.valid, result.stop_reason, result.api_calls) == (True, "context_full", 1)
+    assert target.counted[0] >= UNLOADED_FREE_BYTES - len('"w1000", ')
 
 
 # -- the real SmolLM2 target -----------------------------------------------------------------------
