@@ -28,7 +28,7 @@ from local_target.head import Next, OutputHead, Pass
 from local_target.kv_cache import CacheApi
 from local_target.loading import converted_smollm2, load_pretrained, pick_device
 from local_target.model import common_prefix
-from local_target.prompt import Prompt, prompt_ids
+from local_target.prompt import Prompt, prompt_ids, tokens_left
 from local_target.sampling import Sampling
 from local_target.session import TargetSession
 from local_target.vocab import Vocabulary
@@ -106,9 +106,7 @@ class LocalTarget:
         """The tokens the model's context has left after `prompt` and `text` as a session holds
         them (negative where they pass it; local_target.engine.CountsTokens); None where the
         context is not known."""
-        if self.context_length is None:
-            return None
-        return self.context_length - len(self.prompt_ids(prompt)) - len(self.vocab.encode(text))
+        return tokens_left(self.context_length, self.tokenizer, self.vocab, prompt, text)
 
     # -- sessions -------------------------------------------------------------------------------
 
