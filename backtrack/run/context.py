@@ -16,7 +16,9 @@ count that leaves less than `LEAST_BYTES` ends the drafts; so a run counts a few
 Before its first count, a run whose target is not loaded yet takes `UNLOADED_FREE_BYTES` for free:
 counting loads it, which a run that never grows so long need not do.
 
-Where the target's context is not known (`count` is None, or gives None), nothing is bounded.
+Where the target's context is not known (`count` is None, or gives None), nothing is bounded;
+where the prompt alone leaves it too little room to finish a text, the drafts are not held back
+(only the API can write the answer), and a target call finds no room and ends the run.
 """
 
 from __future__ import annotations
@@ -61,6 +63,9 @@ class ContextRoom:
         self._free = free_bytes
         self._at = 0
         self.full = False  # the drafts are over: the target completes in the room left
+        # False where the prompt alone leaves the target too little room to finish a text: only
+        # the API can, so its drafts are not held back.
+        self.bounds_drafts = True
 
     @classmethod
     def of(cls, options: GuideOptions, count: Count | None, *, loaded: bool) -> ContextRoom:
@@ -83,14 +88,14 @@ class ContextRoom:
         `LEAST_BYTES` was left, the drafts are over (`full`)."""
         if self.full:
             return 0
-        if self._count is None:
+        if self._count is None or not self.bounds_drafts:
             return None
         data = chunk.encode("utf-8")
         if len(data) <= self._draft_bytes(checker):
             return None
         self.count(checker)
         room = self._draft_bytes(checker)
-        if self._left is None or (room >= len(data) and not self.full):
+        if self._left is None or not self.bounds_drafts or (room >= len(data) and not self.full):
             return None
         return len(data[: char_aligned(data, max(0, room))].decode("utf-8"))
 
@@ -99,12 +104,15 @@ class ContextRoom:
         than `LEAST_BYTES` is left for them)."""
         if self._count is None:
             return
+        if self._left is None:  # the first count: can the target finish a text at all?
+            alone = self._count("")
+            self.bounds_drafts = alone is None or alone - self.reserve >= LEAST_BYTES
         left = self._count(checker.text)
         if left is None:
             self._count = None
             return
         self._left, self._at = left, checker.bytes
-        if left - self.reserve < LEAST_BYTES and not self.full:
+        if left - self.reserve < LEAST_BYTES and self.bounds_drafts and not self.full:
             self.full = True
             logger.info(
                 "the target's context has %d tokens left after the prompt and %d characters:"
