@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from local_target.correction import Correction
     from local_target.decoding import DecodingPolicy, TokenFlag
-    from local_target.engine import Session, Target
+    from local_target.engine import CountsTokens, Session, Target
     from local_target.sampling import Sampling
     from local_target.session import TargetSession
     from local_target.target import LocalTarget
 
 __all__ = [
     "Correction",
+    "CountsTokens",
     "DecodingPolicy",
     "LocalTarget",
     "Sampling",
@@ -35,6 +36,7 @@ __all__ = [
 # Where each public name lives.
 _MODULES = {
     "Correction": "local_target.correction",
+    "CountsTokens": "local_target.engine",
     "DecodingPolicy": "local_target.decoding",
     "LocalTarget": "local_target.target",
     "Sampling": "local_target.sampling",

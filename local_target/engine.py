@@ -4,13 +4,14 @@ processor (local_target.vllm_target.VllmTarget).
 
 A target gives one session per run's prompt; a session writes corrections of committed text and
 says which of several texts that tie it finds likeliest. The run (backtrack.run) calls nothing
-else, so it does not care which engine it has.
+else, so it does not care which engine it has; where the target also counts tokens
+(`CountsTokens`), the run holds its text to what the target's context can read.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from grammars.grammar import Grammar
@@ -47,3 +48,15 @@ class Target(Protocol):
     """An engine that writes corrections: one session per prompt."""
 
     def session(self, prompt: Prompt) -> Session: ...
+
+
+@runtime_checkable
+class CountsTokens(Protocol):
+    """A target that says how much of its model's context a text leaves (both engines do; a
+    target without this method has no known context to the run)."""
+
+    def tokens_left(self, prompt: Prompt, text: str) -> int | None:
+        """The tokens the context has left after `prompt` and the committed `text`, as a session
+        sends them to the model (negative where they pass it); None where the context is not
+        known."""
+        ...

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from local_target.vocab import Vocabulary
 
 Prompt = str | Sequence[dict[str, Any]]
 
@@ -24,3 +27,14 @@ def prompt_ids(tokenizer: Any, prompt: Prompt, eos: int) -> list[int]:
     if not ids:
         ids = [tokenizer.bos_token_id if tokenizer.bos_token_id is not None else eos]
     return ids
+
+
+def tokens_left(
+    context: int | None, tokenizer: Any, vocab: Vocabulary, prompt: Prompt, text: str
+) -> int | None:
+    """The tokens a `context` has left after `prompt` and `text` as a session sends them to the
+    model (negative where they pass it; local_target.engine.CountsTokens); None where the context
+    is not known."""
+    if context is None:
+        return None
+    return context - len(prompt_ids(tokenizer, prompt, vocab.eos)) - len(vocab.encode(text))

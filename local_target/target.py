@@ -28,7 +28,7 @@ from local_target.head import Next, OutputHead, Pass
 from local_target.kv_cache import CacheApi
 from local_target.loading import converted_smollm2, load_pretrained, pick_device
 from local_target.model import common_prefix
-from local_target.prompt import Prompt, prompt_ids
+from local_target.prompt import Prompt, prompt_ids, tokens_left
 from local_target.sampling import Sampling
 from local_target.session import TargetSession
 from local_target.vocab import Vocabulary
@@ -101,6 +101,12 @@ class LocalTarget:
     def prompt_ids(self, prompt: Prompt) -> list[int]:
         """Token ids of `prompt` (local_target.prompt)."""
         return prompt_ids(self.tokenizer, prompt, self.vocab.eos)
+
+    def tokens_left(self, prompt: Prompt, text: str) -> int | None:
+        """The tokens the model's context has left after `prompt` and `text` as a session holds
+        them (negative where they pass it; local_target.engine.CountsTokens); None where the
+        context is not known."""
+        return tokens_left(self.context_length, self.tokenizer, self.vocab, prompt, text)
 
     # -- sessions -------------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from local_target.correction import Correction
 from local_target.decoding import Until
 from local_target.errors import ProcessorError, TargetError
 from local_target.model import common_prefix
-from local_target.prompt import Prompt, prompt_ids
+from local_target.prompt import Prompt, prompt_ids, tokens_left
 from local_target.sampling import Sampling
 from local_target.vllm_request import CorrectionArgs, failure_token
 from local_target.vocab import Vocabulary
@@ -59,16 +59,28 @@ class VllmTarget:
         self.vocab = Vocabulary(self.tokenizer, n_logits)
         self.failure = failure_token(self.vocab, len(self.tokenizer))
         self.client = OpenAI(base_url=base_url, api_key="unused", max_retries=0, timeout=600)
-        self.model = model or self._served_model(base_url)
+        self.model, self.context_length = self._served(base_url, model)
 
-    def _served_model(self, base_url: str) -> str:
-        """The model the server serves (the first it lists)."""
+    def _served(self, base_url: str, model: str | None) -> tuple[str, int | None]:
+        """The model the server serves (`model`, else the first it lists) and its context (the
+        `max_model_len` vLLM lists with it; None where it is not listed, or `model` was given and
+        the listing failed)."""
         from openai import OpenAIError
 
         try:
-            return self.client.models.list().data[0].id
-        except (OpenAIError, IndexError) as exc:
+            listed = self.client.models.list().data
+            entry = next(m for m in listed if model is None or m.id == model)
+        except (OpenAIError, StopIteration) as exc:
+            if model is not None:
+                return model, None
             raise TargetError(f"no model listed by the vLLM server at {base_url}: {exc}") from exc
+        length = (entry.model_extra or {}).get("max_model_len")
+        return entry.id, length if isinstance(length, int) and length > 0 else None
+
+    def tokens_left(self, prompt: Prompt, text: str) -> int | None:
+        """The tokens the served model's context has left after `prompt` and `text` (negative
+        where they pass it; local_target.engine.CountsTokens); None where it is not known."""
+        return tokens_left(self.context_length, self.tokenizer, self.vocab, prompt, text)
 
     def session(self, prompt: Prompt) -> VllmSession:
         return VllmSession(self, prompt_ids(self.tokenizer, prompt, self.vocab.eos))

@@ -1,24 +1,38 @@
 """What a guided run may still spend (backtrack.run.loop): its rounds, its corrections, its time
-(GuideOptions' max_rounds, max_corrections, max_seconds), and one continuation of a reply that
-stopped short. Once drafts are spent, the target completes the text.
+(GuideOptions' max_rounds, max_corrections, max_seconds), the target's context (`room`:
+backtrack.run.context), and one continuation of a reply that stopped short. Once drafts are
+spent, the target completes the text.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from typing import TYPE_CHECKING
+
+from backtrack.run.context import ContextRoom
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from backtrack.run.options import GuideOptions
-    from backtrack.trace.record import Round
+    from backtrack.run.output import Output
+    from backtrack.trace.record import Round, StopReason
+
+logger = logging.getLogger(__name__)
+
+
+# The most tokens the target writes to finish what an ended reply left (HandBack.api_finished):
+# little is left, and where the grammar never ends (moves, rows) the local model would otherwise
+# go on to its whole completion budget.
+_FINISH_TOKENS = 48
 
 
 class Budget:
-    def __init__(self, options: GuideOptions) -> None:
+    def __init__(self, options: GuideOptions, room: ContextRoom | None = None) -> None:
         self.options = options
+        self.room = room if room is not None else ContextRoom(None, 0)  # None: no known context
         self.started = time.perf_counter()
         self._short_reply_continued = False  # a reply that stopped short was continued by the API
         self._said_all = False  # and its continuation stopped short too
@@ -36,8 +50,10 @@ class Budget:
         return max(0.0, limit - (time.perf_counter() - self.started))
 
     def drafts_spent(self, rounds: Sequence[Round]) -> bool:
-        """No more drafts: the run has had its `max_rounds` or used its time."""
-        return len(rounds) >= self.options.max_rounds or self.out_of_time()
+        """No more drafts: the run has had its `max_rounds`, used its time, or filled what the
+        target's context holds for drafts."""
+        spent = len(rounds) >= self.options.max_rounds or self.out_of_time()
+        return spent or self.room.full
 
     def target_completes(self, rounds: Sequence[Round]) -> bool:
         """The target's next call is the last: the corrections or the drafts are spent, or the
@@ -45,6 +61,29 @@ class Budget:
         corrections = sum(1 for r in rounds if r.kind != "draft")
         spent = corrections >= self.options.max_corrections or self.drafts_spent(rounds)
         return spent or self._said_all or _stuck(rounds)
+
+    def call(
+        self, output: Output, completes: bool, api_finished: bool
+    ) -> tuple[StopReason | None, int | None]:
+        """For the target's next call (a completion where it `completes`): why the run ends
+        instead (the caller opted out of completion, or the target's context has no room left
+        after the output's text), else None and the most tokens it may write, where less than
+        its budget (what an ended reply left: `api_finished`; what the context has left)."""
+        if completes and not self.options.complete_on_budget:
+            return ("context_full" if self.room.full else "max_corrections"), None
+        most = self.room.most_tokens(output.checker)
+        if api_finished:
+            most = _FINISH_TOKENS if most is None else min(most, _FINISH_TOKENS)
+        if most is not None and most < 1:
+            logger.warning("the target's context has no room left after the committed text")
+            return "context_full", None
+        return None, most
+
+    def completed(self, complete: bool) -> StopReason:
+        """Why the run ended once the target completed the text (`complete` or not)."""
+        if self.room.full:
+            return "context_full"
+        return "target_completed" if complete else "incomplete"
 
     def may_go_on(self, finish_reason: str) -> bool:
         """A reply that stopped before the text is complete (truncated, or a closing bracket

@@ -142,7 +142,7 @@ class DraftReader:
         self.stripped_shown = 0  # how much of the stream's stripped text the trace shows already
         self.reasoning_shown = 0  # and of the reasoning it sent apart from the answer
         self.read = 0  # characters received this round
-        # The round read its character budget, or the run's time ran out: it ends as "length".
+        # Over its character budget, the run's time or the target's context: it ends as "length".
         self.over_budget = False
         self.read_ahead: _ReadAhead | None = None  # after a cut, while a repair is looked for
         # Where a code fence the reply opened closes, and the reply from there on (the answer
@@ -263,14 +263,16 @@ class DraftReader:
         return self._receive(received[start:]) if received[start:] else True
 
     def _take(self, chunk: str) -> bool:
-        """Check the answer's next piece: commit what fits; at a cut, read on for a repair where
-        one may help, else keep the rest, rejected."""
+        """Check the answer's next piece: commit what fits (up to what the target's context takes:
+        run.context); at a cut, read on for a repair where one may help, else keep the rest."""
         if self.cut:
             self.rest.append(chunk)
             return False
         if self.read_ahead is not None:
             self.read_ahead.add(chunk)
             return self._repair_when_read()
+        if (end := self.output.room.draft_end(chunk, self.output.checker)) is not None:
+            chunk, self.over_budget = chunk[:end], True
         checker = self.output.checker
         start = checker.chars
         try:

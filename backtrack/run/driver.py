@@ -28,12 +28,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeAlias
 
 from backtrack.local_drafter import SessionDrafter
+from backtrack.run.context import ContextRoom
 from backtrack.run.correction_round import TargetCall
 from backtrack.run.loop import GuideLoop
 from backtrack.run.options import GuideOptions
 from backtrack.trace.result import GuideResult, TextLostError
 from grammars import Grammar, GrammarLike, TextError
 from local_target import Correction
+from local_target.engine import CountsTokens
 from local_target.errors import TargetError
 from providers import as_drafter
 from providers.base import (
@@ -103,7 +105,6 @@ class Run:
         self.options = options
         self.on_text = on_text
         self._passed = 0  # characters of the output given to on_text so far
-        self.loop = GuideLoop(Grammar.coerce(grammar), prompt, options, self._likeliest)
         self.drafter: Drafter | AsyncDrafter = as_drafter(drafter)
         self.prompt = prompt
         self.target: Target | None = target
@@ -111,6 +112,9 @@ class Run:
         self._shares = isinstance(self.drafter, SessionDrafter) and (
             target is None or target is self.drafter.target
         )
+        loaded = target is not None or self._shares or _default_target is not None
+        room = ContextRoom.of(options, self._tokens_left, loaded=loaded)
+        self.loop = GuideLoop(Grammar.coerce(grammar), prompt, options, self._likeliest, room)
         self._session: Session | None = None
         self._effects: Generator[Effect, Outcome, GuideResult] | None = None
         self._retries = 0  # of the draft round under way
@@ -128,9 +132,20 @@ class Run:
     def session(self) -> Session:
         """The run's session on the target (loads the default target on first use)."""
         if self._session is None:
-            target = self.target if self.target is not None else default_target()
-            self._session = target.session(self.prompt)
+            self._session = self._target().session(self.prompt)
         return self._session
+
+    def _target(self) -> Target:
+        """The run's target (loads the default target on first use)."""
+        if self.target is None:
+            self.target = default_target()
+        return self.target
+
+    def _tokens_left(self, text: str) -> int | None:
+        """The tokens the target's context has left after the prompt and `text` (counted by its
+        own tokenizer; backtrack.run.context); None where it does not say."""
+        target = self._target()
+        return target.tokens_left(self.prompt, text) if isinstance(target, CountsTokens) else None
 
     def _likeliest(self, texts: list[str]) -> int:
         """Which of repairs that tie the target finds likeliest (blocking: forward passes)."""

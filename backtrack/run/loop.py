@@ -42,6 +42,7 @@ from providers.base import AsyncDraftStream, DraftRequest, DraftStream, Prompt, 
 
 if TYPE_CHECKING:
     from backtrack.repair.search import Prefer
+    from backtrack.run.context import ContextRoom
     from backtrack.run.draft import DraftReader
     from grammars.grammar import Grammar
     from local_target import Correction
@@ -56,12 +57,6 @@ logger = logging.getLogger(__name__)
 _COMPLETE = ("complete", "target_completed", "trailing_dropped")
 
 
-# The most tokens the target writes to finish what an ended reply left (HandBack.api_finished):
-# little is left, and where the grammar never ends (moves, rows) the local model would otherwise
-# go on to its whole completion budget.
-_FINISH_TOKENS = 48
-
-
 class GuideLoop:
     """One guided run's decisions (see the module's docstring): what was committed and how
     (`output`), its rounds, what comes next, and its result."""
@@ -72,12 +67,13 @@ class GuideLoop:
         prompt: Prompt,
         options: GuideOptions,
         prefer: Prefer | None = None,
+        room: ContextRoom | None = None,
     ) -> None:
         self.prompt = prompt
         self.options = options
         self.prefer = prefer  # breaks ties between repairs: the local model's likelihood
         self.schema = policy_for(grammar)  # a JSON schema's settling; a no-op for the others
-        self.output = Output(grammar)
+        self.output = Output(grammar, room)  # room: the target's context (None: not known)
         self.rounds: list[Round] = []
         self.stop_reason: StopReason | None = None
         self._next: Step = "draft"
@@ -85,7 +81,7 @@ class GuideLoop:
         self._correction: CorrectionRound | None = None  # the correction round under way
         self._hand_back = HandBack()  # the last cut draft's rest, for the next correction
         self._api_finished = False  # the API's reply ended just after a slip: the target finishes
-        self.budget = Budget(options)
+        self.budget = Budget(options, self.output.room)
 
     @property
     def grammar(self) -> Grammar:
@@ -246,15 +242,14 @@ class GuideLoop:
     # -- corrections ----------------------------------------------------------------------------
 
     def target_call(self) -> TargetCall | None:
-        """The target's next correction, or None when the budget is spent and the caller opted
-        out of completion (the run ends)."""
+        """The target's next correction, or None when the run ends instead: the budget is spent
+        and the caller opted out of completion, or the target's context is full (Budget.call)."""
         completes = self._api_finished or self.budget.target_completes(self.rounds)
-        if completes and not self.options.complete_on_budget:
-            self.stop_reason = "max_corrections"
+        self.stop_reason, most = self.budget.call(self.output, completes, self._api_finished)
+        if self.stop_reason is not None:
             return None
-        finish = _FINISH_TOKENS if self._api_finished else None  # what an ended reply left
         self._correction = CorrectionRound(
-            self.output, self._hand_back, completes=completes, index=len(self.rounds), most=finish
+            self.output, self._hand_back, completes=completes, index=len(self.rounds), most=most
         )
         return self._correction.call(self.schema.target_grammar(self.text), self.options)
 
@@ -281,7 +276,7 @@ class GuideLoop:
         the API drafts on."""
         checker = self.output.checker
         if round_.completes:
-            self.stop_reason = "target_completed" if checker.complete else "incomplete"
+            self.stop_reason = self.budget.completed(checker.complete)
         elif checker.complete and (checker.stopped or (reused and self._hand_back.reply_ended)):
             self.stop_reason = "complete"
         else:

@@ -1,5 +1,6 @@
 """A guided run's output as it is made: the committed text, the spans it came in, the API's text
-left out, and how far back a later step may still change it. The loop (backtrack.run.loop) and
+left out, how far back a later step may still change it, and how much more of it the target's
+context can read (`room`, backtrack.run.context). The loop (backtrack.run.loop) and
 what it calls (backtrack.run.draft, backtrack.run.schema, backtrack.run.trailing) share one.
 
 Invariant: `checker.text` is the committed output, and it is always a valid prefix of the grammar.
@@ -12,6 +13,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from backtrack.repair.candidates import RepairLimits
+from backtrack.run.context import ContextRoom
 from backtrack.trace.record import Drop, DropReason, Origin, Repair, Span
 from backtrack.trace.spans import SpanLog
 
@@ -26,8 +28,9 @@ REPAIR_LIMITS = RepairLimits()
 
 
 class Output:
-    def __init__(self, grammar: Grammar) -> None:
+    def __init__(self, grammar: Grammar, room: ContextRoom | None = None) -> None:
         self.checker = grammar.checker()
+        self.room = room if room is not None else ContextRoom(None, 0)  # None: no known context
         self.log = SpanLog()
         self.drops: list[Drop] = []
         self.round = 0  # the round under way: its spans and drops carry this index

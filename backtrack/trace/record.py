@@ -59,6 +59,9 @@ StopReason = Literal[
     "target_completed",  # the budget ran out, or the API's reply ended just after a slip: the
     # target finished the text
     "max_corrections",  # the budget ran out and the caller opted out of completion
+    "context_full",  # the text came near what the target's context holds: drafting stopped and
+    # the target finished the text in the room left (`complete` says whether it could; with no
+    # room at all, or complete_on_budget=False, the run ended with what was committed)
     "incomplete",  # the target could not finish within its token budget
     "error",  # a provider or target error ended the run (the partial result rides on it)
 ]

@@ -26,8 +26,11 @@ class GuideResult:
     stop_reason: StopReason
     """Why the run ended: "complete", "trailing_dropped" (complete; the drafter's rest was
     dropped), "target_completed" (the corrections ran out; the target finished the text),
-    "max_corrections" (they ran out with `complete_on_budget=False`), "incomplete" (the target
-    could not finish within its tokens), "error" (on a partial result)."""
+    "max_corrections" (they ran out with `complete_on_budget=False`), "context_full" (the text
+    came near what the target's context holds: drafting stopped, and the target finished the text
+    in the room left, where there was room and completion is on; `complete` says whether it could),
+    "incomplete" (the target could not finish within its tokens), "error" (on a partial
+    result)."""
     trace: Trace
     """Every span of the text with its origin, every round, every drop."""
     seconds: float

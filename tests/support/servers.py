@@ -243,6 +243,14 @@ class Handler(BaseHTTPRequestHandler):
 class _Handler(Handler):
     server: _Server
 
+    def do_GET(self) -> None:
+        """`GET /v1/models`: the server's `models` (a vLLM server lists each with its
+        `max_model_len`)."""
+        if self.path != "/v1/models":
+            self.send_json(404, {"error": {"message": f"no route {self.path}"}}, {})
+            return
+        self.send_json(200, {"object": "list", "data": self.server.owner.models}, {})
+
     def do_POST(self) -> None:
         body = self.read_json(lambda raw: raw.decode("utf-8", "replace"))
         exchange = Exchange(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
@@ -698,6 +706,7 @@ class MockServer:
         self._ids = 0
         self.exchanges: list[Exchange] = []
         self.responder: Responder | None = None
+        self.models: list[dict[str, Any]] = []  # what `GET /v1/models` lists
 
     @property
     def url(self) -> str:
@@ -714,11 +723,12 @@ class MockServer:
         self._thread.join()
 
     def reset(self) -> None:
-        """Forget the script, the responder and the recorded exchanges."""
+        """Forget the script, the responder, the models listed and the recorded exchanges."""
         with self._lock:
             self._replies.clear()
             self.exchanges.clear()
             self.responder = None
+            self.models = []
 
     def script(self, *replies: Reply | str) -> MockServer:
         """Queue replies, answered in order (a str is `text(str)`)."""

@@ -140,8 +140,9 @@ def test_anthropic_passes_through(serve: Serve, openai_server: Any):
 
 
 def test_models_pass_through(serve: Serve, openai_server: Any):
+    openai_server.models = [{"id": "m", "object": "model", "max_model_len": 2048}]
     reply = http().get(f"{serve()}/v1/models")
-    assert reply.status_code == 501  # the mock answers no GET: its answer comes back as is
+    assert (reply.status_code, reply.json()["data"]) == (200, openai_server.models)  # as is
 
 
 # -- guided ---------------------------------------------------------------------------------------
