@@ -132,8 +132,7 @@ class DraftReader:
         self.accepted: int = retry_of.accepted if retry_of else 0
         self.repairs: list[Repair] = retry_of.repairs if retry_of else []
         self.rest: list[str] = []  # rejected text after the cut
-        # Where the answer stood when the round began (a retry's, where the failed one's did).
-        self.begun: int = retry_of.begun if retry_of else len(output.text)
+        self.begun: int = retry_of.begun if retry_of else len(output.text)  # the answer's end then
         self.cut = False
         # While nothing is committed: a `<think>` block to skip, then where does the answer start?
         first = not output.text
@@ -337,8 +336,7 @@ class DraftReader:
             self._end_at_cut(text[start:] + rest)
             return False
         edit = None
-        # A complete text with what reads as commentary after it: more document only where an
-        # edit, or a few in its first line, let everything read after it parse, a good stretch.
+        # Commentary after a complete text is more document where edits let it read on.
         looks_trailing = checker.complete and is_trailing(checker, rest)
         ended, floor = final and len(rest) <= len(window), self.output.edit_end
         if not answer_ended(checker, rest):
