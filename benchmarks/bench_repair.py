@@ -59,6 +59,7 @@ from typing import Any
 from benchmarks.corpora import unseen
 from benchmarks.corpora.main import CASES, JSON_KEYS_N, Case, check_corpus, load_grammar
 from benchmarks.corpora.other import GRAMMARS, OTHER_CASES, check_other_corpus, load_other_grammar
+from benchmarks.corpora.sweep import sweep_cases
 from grammars.grammar import Grammar
 
 P_CORRUPT = 0.7
@@ -443,6 +444,8 @@ def pick(quick: bool, corpus: str = "main") -> list[Case]:
         return list(OTHER_CASES)
     if corpus in UNSEEN:
         return list(unseen.half_cases(UNSEEN[corpus]))
+    if corpus == "unseen-sweep":
+        return list(sweep_cases())
     return [c for c in CASES if c.name in QUICK] if quick else list(CASES)
 
 
@@ -724,12 +727,13 @@ def main() -> None:
     parser.add_argument("--no-peer", action="store_true", help="skip grammar-guide")
     parser.add_argument(
         "--corpus",
-        choices=("main", "other", *UNSEEN),
+        choices=("main", "other", *UNSEEN, "unseen-sweep"),
         default="main",
         help="benchmarks/corpora/main.py (shipped grammars), benchmarks/corpora/other.py "
         "(TOML, HTML, GraphQL from public sources), or benchmarks/corpora/unseen.py (grammars "
         "nobody tuned on): its look half (unseen) or its held-out half (unseen-held, reported "
-        "as it comes out, never tuned on)",
+        "as it comes out, never tuned on), or every slip kind on every one of its documents "
+        "(unseen-sweep, a wider look set without the held half's drafts: corpora/sweep.py)",
     )
     args = parser.parse_args()
     print(run(args.quick, peer=not args.no_peer, corpus=args.corpus))

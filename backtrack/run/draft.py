@@ -63,6 +63,7 @@ class _ReadAhead:
     chars: int = 0
     ink: int = 0  # the non-blank characters among them
     lines: bool = False  # a line end has arrived
+    head: str = ""  # the first non-blank character
 
     @classmethod
     def after(cls, text: str, begun: int) -> _ReadAhead:
@@ -75,16 +76,16 @@ class _ReadAhead:
         self.chars += len(piece)
         self.ink += len(piece) - sum(map(str.isspace, piece))
         self.lines = self.lines or "\n" in piece
+        self.head = self.head or piece.lstrip()[:1]
 
     def waiting(self, window: int) -> bool:
         """Whether to read on before deciding: a repair's `window` has not arrived yet, or not
         enough to tell a remark or a restart."""
-        head = "".join(self.pieces[:2]).lstrip()[:1]
-        remark = head.isalpha() or head == "`"
+        remark = self.head.isalpha() or self.head == "`"
         if self.fresh and remark and not self.lines and self.chars < _MAX_REMARK:
             return True
         if self.restart is not None:
-            if self.restart.hopeless(head):
+            if self.restart.hopeless(self.head):
                 self.restart = None
             elif not self.restart.enough(self.ink):
                 return True

@@ -118,3 +118,16 @@ def test_bench_repair_runs_each_half() -> None:
     for case in unseen_cases():
         assert bench_repair.grammar_of(case) is load_unseen_grammar(case.grammar)
         assert bench_repair.target_prompt(case).endswith(f"{LANGUAGES[case.grammar].kind} only.")
+
+
+def test_the_sweep_is_a_look_set_apart_from_the_held_half() -> None:
+    """Every document under every slip kind (benchmarks/corpora/sweep.py): no draft of the held
+    half, no name twice, and every draft one the grammar refuses."""
+    from benchmarks.corpora.sweep import sweep_cases
+
+    cases = sweep_cases()
+    held = {case.corrupted for case in unseen.half_cases("held")}
+    assert len(cases) > 250 and len({case.name for case in cases}) == len(cases)
+    assert not [case.name for case in cases if case.corrupted in held]
+    grammars = {name: unseen.load_unseen_grammar(name) for name in unseen.LANGUAGES}
+    assert not [case.name for case in cases if grammars[case.grammar].matches(case.corrupted)]
