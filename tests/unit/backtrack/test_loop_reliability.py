@@ -21,6 +21,7 @@ from backtrack.run.loop import GuideLoop
 from backtrack.run.options import GuideOptions
 from grammars.checker import Checker
 from providers.errors import MaskedCause
+from tests.support.scripted import ScriptedTarget
 
 JSON = Grammar.load("json")
 
@@ -289,25 +290,48 @@ def test_a_key_in_a_function_drafters_error_is_masked_everywhere(
     assert "***" in str(caught.value)
 
 
+class FailingTarget(ScriptedTarget):
+    """A target whose every correction fails, as a model out of memory would."""
+
+    def correct(self, text: str, grammar: Grammar, **options: Any) -> Any:
+        raise TargetError("the local target failed: CUDA out of memory")
+
+
 @both
-def test_a_target_error_ends_the_run_with_the_committed_text(
-    asynchronous: bool, target: Any
-) -> None:
-    """A correction the target cannot make (here the committed text alone outgrows SmolLM2's
-    context of 8,192 tokens) raises TargetError carrying the partial result: nothing committed
-    is lost."""
-    committed = "[" + "1, " * 6000 + "1"
+def test_a_target_error_ends_the_run_with_the_committed_text(asynchronous: bool) -> None:
+    """A correction the target cannot make raises TargetError carrying the partial result:
+    nothing committed is lost."""
+    committed = "[" + "1, " * 20 + "1"
     draft = committed + "}"
 
     def drafter(prompt: Any, prefix: str) -> Iterator[str]:
         yield draft[len(prefix) :]
 
-    with pytest.raises(TargetError, match="context") as info:
+    with pytest.raises(TargetError, match="out of memory") as info:
         # Without repairs: the stray "}" goes to the target (an edit would make it "]").
-        run_guide(asynchronous, drafter, JSON, prompt="numbers", target=target, repair_window=0)
+        run_guide(asynchronous, drafter, JSON, prompt="p", target=FailingTarget(), repair_window=0)
     partial = info.value.partial
     assert isinstance(partial, GuideResult)
     assert (partial.text, partial.stop_reason, partial.valid) == (committed, "error", False)
     last = partial.trace.rounds[-1]
     assert (last.kind, last.ended) == ("correction", "error")
-    assert last.error is not None and "context" in last.error
+    assert last.error is not None and "out of memory" in last.error
+
+
+@both
+def test_a_prompt_past_the_targets_context_ends_the_run_with_the_committed_text(
+    asynchronous: bool, target: Any
+) -> None:
+    """Drafts are held to the target's context (backtrack.run.context), but only the API writes
+    where the prompt alone outgrows SmolLM2's 8,192 tokens: the correction has no room, and the
+    run ends `context_full` with what was committed (it raised TargetError from the model)."""
+    committed = "[" + "1, " * 20 + "1"
+    draft = committed + "}"
+
+    def drafter(prompt: Any, prefix: str) -> Iterator[str]:
+        yield draft[len(prefix) :]
+
+    prompt = "numbers " * 9000
+    result = run_guide(asynchronous, drafter, JSON, prompt=prompt, target=target, repair_window=0)
+    assert (result.text, result.stop_reason, result.valid) == (committed, "context_full", False)
+    assert [(r.kind, r.ended) for r in result.trace.rounds] == [("draft", "cut")]
