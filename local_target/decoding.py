@@ -34,6 +34,7 @@ import torch
 
 from local_target.errors import TargetError
 from local_target.head import Next
+from local_target.repeats import repeated_block
 from local_target.sampling import Sampling, choose
 from local_target.speculation import Cursor, TokenSequence
 from local_target.vocab import Vocabulary
@@ -294,11 +295,9 @@ class Correcting:
         return len(self.new) - len(self.new.rstrip()) >= self.policy.max_blank_run
 
     def _refused(self) -> torch.Tensor | None:
-        """The tokens not to choose next (None: none): blanks past `max_blank_run`, and those
-        that would begin one more copy of a block repeated `max_repeats` times."""
+        """Tokens not to choose (None: none): blanks past max_blank_run, a loop's next copy."""
         refused = self.vocab.blanks if self._padding() else None
-        block = repeated_block(self.new, self.policy.max_repeats)
-        if block is not None:
+        if (block := repeated_block(self.new, self.policy.max_repeats)) is not None:
             again = self.vocab.healing_mask(block)  # the block's starts, and tokens past it
             refused = again if refused is None else refused | again
         return refused
@@ -351,21 +350,6 @@ def healing_allows(piece: bytes, pending: bytes, is_eos: bool) -> bool:
     if is_eos or not piece:
         return False
     return piece.startswith(pending) or pending.startswith(piece)
-
-
-def repeated_block(text: bytes | bytearray, copies: int) -> bytes | None:
-    """The shortest block of `_BLOCK` bytes that `text` ends with `copies` copies of in a row,
-    and that holds more than blanks and closers (the closers of deep nesting repeat, and must):
-    the bytes one more copy would begin with. None where there is none."""
-    for size in range(_BLOCK.start, min(_BLOCK.stop, len(text) // copies + 1)):
-        block = bytes(text[-size:])
-        if text[-size * copies :] == block * copies and block.translate(None, _CLOSING).strip():
-            return block
-    return None
-
-
-_BLOCK = range(8, 65)  # the sizes of a repeated block `repeated_block` looks for
-_CLOSING = b")]}>\"'"
 
 
 def _without(mask: torch.Tensor, refused: torch.Tensor | None) -> torch.Tensor:

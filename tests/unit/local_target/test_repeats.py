@@ -10,7 +10,8 @@ import pytest
 import tests.support.tokenizer_fixtures as tf
 from grammars.grammar import Grammar
 from local_target import DecodingPolicy, LocalTarget
-from local_target.decoding import DEFAULT_POLICY, repeated_block
+from local_target.decoding import DEFAULT_POLICY
+from local_target.repeats import repeated_block
 from tests.support.local_targets import TARGET_IDS, TARGETS, real_tokenizer
 
 JSON = Grammar.load("json")
