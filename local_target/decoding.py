@@ -84,9 +84,9 @@ class DecodingPolicy:
     let a small model pad on to its whole budget (seen: 512 tokens of line ends and spaces)."""
     max_repeats: int = 4
     """Where a correction's new text ends in this many copies in a row of one block of 8 to 64
-    bytes, not all blanks, tokens that would begin one more copy are refused while the grammar
-    allows anything else: a small model repeats a list's item to its whole budget (seen: SmolLM2
-    writing `"chicken",` about 90 times in a recipe's array, 492 tokens)."""
+    bytes, more than blanks and closers, tokens that would begin one more copy are refused while
+    the grammar allows anything else: a small model repeats a list's item to its whole budget
+    (seen: SmolLM2 writing `"chicken",` about 90 times in a recipe's array, 492 tokens)."""
 
     def __post_init__(self) -> None:
         if self.closing_share < 1:
