@@ -199,7 +199,8 @@ def drop_final_blanks(output: Output) -> None:
     output.drop(text[kept:], "trailing")
 
 
-_CLOSERS = ")]}>\"';,"  # what closes what is open (and separates)
+_BRACKETS = ")]}>"
+_CLOSERS = _BRACKETS + "\"';,"  # what closes what is open (and separates)
 
 
 def closing(checker: Checker) -> str | None:
@@ -212,7 +213,7 @@ def closing(checker: Checker) -> str | None:
         while not checker.complete:
             following = checker.next_bytes()
             quotes = "\"'" if checker.in_free_text() else ""
-            closer = next((c for c in ")]}>" + quotes if ord(c) in following), None)
+            closer = next((c for c in _BRACKETS + quotes if ord(c) in following), None)
             if closer is None or len(written) == _MAX_CLOSERS:
                 return None
             checker.feed(closer)
