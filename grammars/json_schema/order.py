@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from grammars.json_schema.checks import resolve_ref
+
 __all__ = ["in_text_order"]
 
 Path = tuple[str | int, ...]
@@ -86,9 +88,9 @@ def _nodes(root: dict[str, Any], node: Any, path: Path, depth: int = 0) -> Itera
     local `$ref`s and into every `anyOf`, `oneOf` and `allOf` branch."""
     if not isinstance(node, dict) or depth > 64:  # a `$ref` cycle
         return
-    ref = node.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#"):
-        yield from _nodes(root, _pointer(root, ref), path, depth + 1)
+    named = resolve_ref(root, node.get("$ref"))
+    if named is not None:
+        yield from _nodes(root, named[0], path, depth + 1)
     for key in _BRANCHES:
         for branch in node.get(key, ()) if isinstance(node.get(key), list) else ():
             yield from _nodes(root, branch, path, depth + 1)
@@ -105,15 +107,6 @@ def _nodes(root: dict[str, Any], node: Any, path: Path, depth: int = 0) -> Itera
         inner = prefix[step] if isinstance(prefix, list) and step < len(prefix) else None
         inner = inner if inner is not None else node.get("items")
     yield from _nodes(root, inner, rest, depth + 1)
-
-
-def _pointer(root: dict[str, Any], ref: str) -> Any:
-    """The schema a local `$ref` names (None where it names none)."""
-    node: Any = root
-    for part in ref[1:].split("/")[1:]:
-        part = part.replace("~1", "/").replace("~0", "~")
-        node = node.get(part) if isinstance(node, dict) else None
-    return node
 
 
 def _objects(text: str) -> list[_Object]:
