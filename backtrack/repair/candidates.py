@@ -19,8 +19,10 @@ from backtrack.repair.notations import (
     json_member,
     moves_end_tag,
     quote_count,
+    renames_key,
     unlike_classes,
     word_at,
+    wrapped_values,
 )
 from grammars import Checker
 
@@ -127,6 +129,8 @@ def _inserts_after(
     member = json_member(deleted + rest)
     if member is not None and member > len(deleted):  # a key the grammar has no place for
         found.append(("", member - len(deleted)))
+    if not deleted:  # a value wrapped in an object or array: one of its values in its place
+        found += [("", skip) for skip in wrapped_values(rest)]
     return found
 
 
@@ -146,6 +150,8 @@ def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) 
         cost = 1  # an end tag written twice, left out or swapped
     elif only is not None and not insert and json_member(removed) == len(removed):
         cost = 2  # a JSON object's member deleted whole: a name and its value
+    elif only is not None and not insert and len(removed) in wrapped_values(removed + tail):
+        cost = 1 + wrapped_values(removed + tail).index(len(removed))  # a wrapper opened
     elif quoted:
         cost = 1  # a bare value quoted (`10.0.0.2` too, taken for a number)
     else:
@@ -157,6 +163,7 @@ def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) 
             + (not word_swap and changes_words(before, removed, insert, tail))
             + (only is None and odd and word_at(tail) > 0)
             + flips_tag(before, removed, insert, tail)
+            + (word_swap and renames_key(before, removed, insert, tail)) * len(insert)
         )
     loose = edit_distance(removed.lower(), insert.lower())
     # The end tag the grammar allows, left out, is not made up: of one inserted and the draft's

@@ -157,6 +157,18 @@ def changes_words(before: str, removed: str, inserted: str, after: str) -> bool:
     return [w.lower() for w in old] != [w.lower() for w in new]
 
 
+_KEY_END = re.compile(r'"\s*:')
+
+
+def renames_key(before: str, removed: str, inserted: str, after: str) -> bool:
+    """Whether a word put in place of the draft's between `before` and `after` renames a JSON
+    object's key to one unlike it (`genre` to `venue`, not `adress` to `address`): the value
+    the API gave one field would go to another, so the new key counts as written, not edited."""
+    if not (before.endswith('"') and _KEY_END.match(after)):
+        return False
+    return edit_distance(removed.lower(), inserted.lower()) * 3 > max(len(removed), len(inserted))
+
+
 def quote_count(text: str) -> int:
     """How many quotes `text` holds: an edit of characters that deletes or adds an odd number
     right before a word turns the word from a string's text into a name or back (`'zuck'` to the
@@ -239,6 +251,38 @@ def json_member(text: str) -> int | None:
     if not after.startswith(","):
         return None
     return len(text) - len(after[1:].lstrip(" "))  # the comma and the blanks after it
+
+
+_WRAPPED = 3  # values of a wrapping object or array that a repair may read in its place
+
+
+def wrapped_values(rest: str) -> list[int]:
+    """When the draft goes on with an object or an array where the grammar wants another value
+    (`{"amount": 19.99, "currency": "EUR"}` for a price, `["Dune"]` for a title), how much of it
+    to skip to read each of its first values in its place: the opening, the members before that
+    value, and its name. The wrapper's end is then a slip of its own."""
+    if rest[:1] not in ("{", "["):
+        return []
+    found: list[int] = []
+    at = 1
+    while len(found) < _WRAPPED:
+        name = _MEMBER_NAME.match(rest, at) if rest[0] == "{" else None
+        start = name.end() if name is not None else _past_blanks(rest, at)
+        if (rest[0] == "{" and name is None) or start == len(rest):
+            break
+        found.append(start)
+        try:
+            _, end = _DECODER.raw_decode(rest, start)
+        except ValueError:
+            break
+        at = _past_blanks(rest, end) + 1
+        if not rest.startswith(",", at - 1):
+            break
+    return found
+
+
+def _past_blanks(text: str, at: int) -> int:
+    return len(text) - len(text[at:].lstrip())
 
 
 # Comment openings of common notations, and what closes each (a line comment: the line's end).

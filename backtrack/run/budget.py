@@ -122,7 +122,10 @@ def _no_headway(draft: Round) -> bool:
     third of its text fitted as new text: after each correction the API goes back to the same
     slip (`cut before a character of theirs fit`), restarts its answer in another shape than the
     grammar's (a weak model's nested `"hotel": {"name": ...}` where a string goes), or writes
-    the answer again and stops where it stopped before (a required key it never writes)."""
+    the answer again and stops where it stopped before (a required key it never writes); or
+    that added nothing at all (an empty reply)."""
+    if not (draft.accepted_chars or draft.rejected_chars or draft.repeated_chars):
+        return True
     if draft.cut_at is None and not draft.repeated_chars:
         return False
     accepted = draft.accepted_chars

@@ -285,7 +285,7 @@ class DraftReader:
         rest = chunk[taken:]
         # Text that only looks like commentary (a word after a blank, a new line) is read on for
         # a repair's window: what fits after the best repair tells (`_repair`).
-        if self._may_repair() and not answer_ended(checker, rest):
+        if self._may_repair() and not answer_ended(checker, rest, self.grammar):
             self.read_ahead = _ReadAhead.after(self.output.text, self.begun)
             self.read_ahead.add(rest)
             return self._repair_when_read()
@@ -340,7 +340,7 @@ class DraftReader:
         # Commentary after a complete text is more document where edits let it read on.
         looks_trailing = checker.complete and is_trailing(checker, rest)
         ended, floor = final and len(rest) <= len(window), self.output.edit_end
-        if not answer_ended(checker, rest):
+        if not answer_ended(checker, rest, self.grammar):
             limits = READ_ON_LIMITS if looks_trailing else REPAIR_LIMITS
             edit = search(
                 checker,

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from backtrack.repair.candidates import Edit
     from backtrack.run.output import Output
-    from grammars import Checker
+    from grammars import Checker, Grammar
 
 BLANKS_OR_END = frozenset(b" \t\r\n") | {256}
 _LETTERS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
@@ -37,12 +37,20 @@ _ANOTHER_LINE = re.compile(r"[\r\n]\s*\S")
 _HAND_BACK_PROBE = 64
 
 
-def answer_ended(checker: Checker, rest: str) -> bool:
+def answer_ended(checker: Checker, rest: str, grammar: Grammar) -> bool:
     """At a complete point, the grammar takes nothing more but blanks, and `rest` is more than
-    blanks: no repair can make it document."""
-    if not (checker.complete and rest.strip()):
+    blanks: no repair can make it document. Not where `grammar`'s schema refuses the text."""
+    if not (checker.complete and rest.strip()) or closed_early(grammar, checker.text):
         return False
     return checker.stopped or checker.next_bytes() <= BLANKS_OR_END
+
+
+def closed_early(grammar: Grammar, text: str) -> bool:
+    """Whether the complete `text` is a JSON object closed before its required keys, or
+    otherwise refused by its schema's validator (a schema whose drafts are read in any key
+    order): what the draft wrote after it may be more of it, not commentary."""
+    validator = grammar.schema.validator if grammar.schema else None
+    return validator is not None and not grammar.matches(text)
 
 
 def is_trailing(checker: Checker, rest: str) -> bool:

@@ -42,7 +42,17 @@ def test_a_draft_that_fits_a_character_is_progress() -> None:
     budget = Budget(GuideOptions(max_corrections=8, max_rounds=16))
     rounds = [draft(0, 12), correction(1), draft(2, 0), correction(3), draft(4, 1)]
     assert not budget.target_completes(rounds)
-    assert not budget.target_completes([draft(0, 0, cut_at=None), draft(1, 0, cut_at=None)])
+    assert not budget.target_completes([draft(0, 3, cut_at=None), draft(1, 2, cut_at=None)])
+
+
+def test_an_api_that_adds_nothing_twice_gets_no_third_call() -> None:
+    """Empty replies after a correction (an API with nothing more to say, or a filter that
+    blanks its replies): before, each one was followed by a correction of a few tokens and
+    another call, 9 calls for one document with a scripted API."""
+    budget = Budget(GuideOptions(max_corrections=8, max_rounds=16))
+    rounds = [draft(0, 40, cut_at=None), correction(1), draft(2, 0, cut_at=None)]
+    assert not budget.target_completes(rounds)
+    assert budget.target_completes([*rounds, correction(3), draft(4, 0, cut_at=None)])
 
 
 def test_spent_corrections_or_rounds_end_with_the_target() -> None:

@@ -1,0 +1,97 @@
+"""Values a draft gives in another shape than its JSON schema's (backtrack.repair: a wrapped
+value, a key the schema lacks, an object closed early). Each case is one a real weak model
+wrote (SmolLM2 through llama.cpp: benchmarks/bench_real_drafts.py): the API's values are kept
+where they stand, no key takes another's value, and the local model is not asked."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import providers
+from backtrack import Grammar, guide
+from backtrack.repair.notations import renames_key, wrapped_values
+from tests.support.scripted import ScriptedAPI, ScriptedTarget
+
+S, INT, NUM = {"type": "string"}, {"type": "integer"}, {"type": "number"}
+
+
+def _object(**properties: dict[str, str]) -> Grammar:
+    return Grammar.from_json_schema(
+        {
+            "type": "object",
+            "properties": properties,
+            "required": list(properties),
+            "additionalProperties": False,
+        }
+    )
+
+
+CONCERT = _object(artist=S, venue=S, date=S, tickets_left=INT)
+MEANT = {"artist": "The Bigger Picture", "venue": "Oslo", "date": "2025-05-01", "tickets_left": 120}
+
+
+def _repaired(grammar: Grammar, draft: str) -> object:
+    """The document the draft became, with one API call and no correction by the target (which
+    fails the test if asked)."""
+    api = ScriptedAPI(draft)
+    result = guide(providers.FunctionDrafter(api), grammar, prompt="p", target=ScriptedTarget())
+    assert (result.valid, result.api_calls, result.local_tokens) == (True, 1, 0)
+    return json.loads(result.text)
+
+
+@pytest.mark.parametrize(
+    "artist",
+    [
+        pytest.param('{\n    "name": "The Bigger Picture",\n    "genre": "rock"\n  }', id="object"),
+        pytest.param('{"name": "The Bigger Picture"}', id="object-one-member"),
+        pytest.param('["The Bigger Picture"]', id="array"),
+    ],
+)
+def test_a_value_wrapped_in_an_object_or_array_is_read_in_its_place(artist: str) -> None:
+    """Before, the object's first key was kept as the value (`"artist": "genre"`), its own value
+    dropped, and the rest cut as trailing text for the target to write again."""
+    draft = (
+        f'{{\n  "artist": {artist},\n  "venue": "Oslo",\n  "date": "2025-05-01",\n'
+        '  "tickets_left": 120\n}'
+    )
+    assert _repaired(CONCERT, draft) == MEANT
+
+
+def test_a_number_wrapped_with_its_unit_is_read_in_its_place() -> None:
+    price = _object(name=S, price=NUM)
+    draft = '{"name": "Lamp", "price": {"amount": 19.99, "unit": "EUR"}}'
+    assert _repaired(price, draft) == {"name": "Lamp", "price": 19.99}
+
+
+def test_an_object_closed_before_its_required_keys_reads_on() -> None:
+    """Before, the text after the early `}` was dropped as trailing, and the target wrote the
+    date and the tickets the API had given."""
+    draft = '{"artist": "The Bigger Picture", "venue": "Oslo"}, "date": "2025-05-01", '
+    assert _repaired(CONCERT, draft + '"tickets_left": 120}') == MEANT
+
+
+def test_a_key_unlike_the_schema_keys_goes_with_its_value() -> None:
+    """`genre` is not renamed `venue` (two letters apart), which would give the venue the
+    genre's value; a misspelt key still is renamed."""
+    draft = '{"artist": "The Bigger Picture", "genre": "rock", "venue": "Oslo", '
+    draft += '"date": "2025-05-01", "tickets_left": 120}'
+    assert _repaired(CONCERT, draft) == MEANT
+    misspelt = draft.replace('"venue"', '"vanue"').replace('"genre": "rock", ', "")
+    assert _repaired(CONCERT, misspelt) == MEANT
+
+
+def test_wrapped_values_are_the_first_values_of_an_object_or_array() -> None:
+    text = '{"id": 1, "name": "Ann", "tags": ["a"], "x": 2}'
+    starts = wrapped_values(text)
+    assert [text[at : at + 5] for at in starts] == ['1, "n', '"Ann"', '["a"]']
+    assert wrapped_values('[ "a", 2]') == [2, 7]
+    assert wrapped_values('{"id": 1') == [7]  # its end has not arrived: the first value only
+    assert wrapped_values('"a"') == wrapped_values("{}") == wrapped_values("{") == []
+
+
+def test_renames_key_only_for_a_key_unlike_the_schema_one() -> None:
+    assert renames_key('{"', "genre", "venue", '": "rock"')
+    assert not renames_key('{"', "venu", "venue", '": "Oslo"')
+    assert not renames_key("SELECT ", "nmae", "name", " FROM t")  # not a JSON key
