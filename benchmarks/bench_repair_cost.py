@@ -403,7 +403,8 @@ def ratios(found: list[Row]) -> str:
     )
     for (kind, every), group in groups.items():
         # At 256 B, 1 KB holds fewer slips than there are kinds of them: from 4 KB, all come.
-        small, large = next((r for r in group if r.size >= 4 << 10), group[0]), group[-1]
+        large = group[-1]
+        small = next((r for r in group[:-1] if r.size >= 4 << 10), group[0])
         cells = [f"{of(large) / of(small):.2f}" if of(small) else "-" for of in measures]
         lines.append(
             f"| {kind} | {every} B | {large.kb:.0f} / {small.kb:.0f} | {' | '.join(cells)} |"
