@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 from backtrack.repair.inserts import end_tags, escapes, inserts
 from backtrack.repair.notations import (
+    CONTEXT,
     changes_words,
     characters,
     common,
@@ -104,7 +105,9 @@ def candidates(
                     continue
                 removed = deleted + rest[:skip]
                 edit = Edit(back, skip, insert, deleted, rest[:skip], taken - len(insert), 0)
-                found.append(_scored(committed[: base - back], edit, removed, tail, only))
+                # Scoring reads CONTEXT characters before the edit: not a copy of a long text.
+                before = committed[max(0, base - back - CONTEXT) : base - back]
+                found.append(_scored(before, edit, removed, tail, only))
     return found
 
 
@@ -135,8 +138,9 @@ def _inserts_after(
 
 
 def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) -> Candidate:
-    """`edit`, which removes `removed` after the text `before` and leaves `tail` to read, with
-    its cost and rank. `only`: the skip the insert goes with (None: any)."""
+    """`edit`, which removes `removed` after the text `before` (its last CONTEXT characters are
+    enough) and leaves `tail` to read, with its cost and rank. `only`: the skip the insert goes
+    with (None: any)."""
     insert = edit.insert
     tag_edit = only is not None and moves_end_tag(removed, insert)
     quoted = only is not None and insert == f'"{removed}"'

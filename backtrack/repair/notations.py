@@ -146,14 +146,16 @@ def rewritten(text: str) -> str | None:
     return None
 
 
+CONTEXT = 32  # characters each side of an edit that its scoring reads (changes_words, flips_tag)
+
+
 def changes_words(before: str, removed: str, inserted: str, after: str) -> bool:
     """Whether replacing `removed` by `inserted` between `before` and `after` changes the text's
     words (beyond letter case): cuts into one (FROM to FRM) or joins two (TOP 5 to TOP5). An API
     writes whole words, so its slip is rarely half of one; a word the grammar offers in place of
     the draft's whole word is a candidate of its own, not counted here."""
-    context = 32
-    old = _WORDS.findall(before[-context:] + removed + after[:context])
-    new = _WORDS.findall(before[-context:] + inserted + after[:context])
+    old = _WORDS.findall(before[-CONTEXT:] + removed + after[:CONTEXT])
+    new = _WORDS.findall(before[-CONTEXT:] + inserted + after[:CONTEXT])
     return [w.lower() for w in old] != [w.lower() for w in new]
 
 

@@ -14,7 +14,9 @@ import pytest
 
 import providers
 from backtrack import Grammar, GuideResult, guide, wrap
+from backtrack.repair import candidates as candidates_module
 from backtrack.repair.candidates import RepairLimits
+from backtrack.repair.notations import CONTEXT
 from backtrack.repair.restart import MAX_INK, Restart
 from backtrack.repair.search import search
 from backtrack.trace.record import OUTPUT_ORIGINS
@@ -401,6 +403,29 @@ def test_the_search_does_bounded_work_on_a_long_draft_with_many_slips(
     assert result.repairs == 2 * len(range(0, 1500, 24))
     assert calls[0] / result.repairs < 2_000
     assert checked[0] / result.repairs < 2_000 * 64
+
+
+def test_scoring_a_candidate_reads_a_bounded_tail_of_the_committed_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a candidate's scoring is given of the committed text is its last CONTEXT characters,
+    however long the text: not a copy of all of it per candidate (64 KB copied about 40 times a
+    cut made one search after 1 MB twice as slow as after 1 KB; bench_repair_cost)."""
+    lengths: list[int] = []
+    changes_words = candidates_module.changes_words
+
+    def recorded(before: str, removed: str, inserted: str, after: str) -> bool:
+        lengths.append(len(before))
+        return changes_words(before, removed, inserted, after)
+
+    monkeypatch.setattr(candidates_module, "changes_words", recorded)
+    text = "[" + ", ".join(['{"a": 1}'] * 8000) + ', {"b": [1, 2,]}]'
+    checker = Grammar.load("json").checker()
+    taken = checker.feed(text)
+    assert text[taken:] == "]}]" and taken > 64_000
+    edit = search(checker, text[taken:], final=True, floor=0, limits=RepairLimits())
+    assert edit is not None and (edit.back, edit.insert) == (1, "")
+    assert lengths and max(lengths) == CONTEXT
 
 
 def test_search_leaves_the_checker_as_it_was() -> None:
