@@ -23,12 +23,14 @@ from backtrack.run.fence import ClosingFence
 from backtrack.run.output import REPAIR_LIMITS
 from backtrack.run.reasoning import ReasoningBlock
 from backtrack.run.trailing import (
+    LINE_MORE,
     READ_ON_LIMITS,
     answer_ended,
     is_trailing,
     prose_lines_after,
     reads_on,
     reads_on_after_edits,
+    through_line,
 )
 from backtrack.trace.record import DropReason, Repair
 from providers.align import FENCE_OPENING
@@ -64,12 +66,15 @@ class _ReadAhead:
     ink: int = 0  # the non-blank characters among them
     lines: bool = False  # a line end has arrived
     head: str = ""  # the first non-blank character
+    complete: bool = False  # cut at a complete point: read through the window's line
 
     @classmethod
-    def after(cls, text: str, begun: int) -> _ReadAhead:
-        """At a cut in `text`, in a continuation that began at character `begun`."""
+    def after(cls, output: Output, begun: int) -> _ReadAhead:
+        """At a cut in the output's text, in a continuation that began at character `begun`."""
+        text = output.text
         fresh = bool(text[:begun].strip()) and not text[begun:].strip()
-        return cls(fresh, Restart.of(text[:begun]) if fresh else None)
+        restart = Restart.of(text[:begun]) if fresh else None
+        return cls(fresh, restart, complete=output.checker.complete)
 
     def add(self, piece: str) -> None:
         self.pieces.append(piece)
@@ -79,7 +84,8 @@ class _ReadAhead:
         self.head = self.head or piece.lstrip()[:1]
 
     def waiting(self, window: int) -> bool:
-        """Whether to read on before deciding: a repair's `window` has not arrived yet, or not
+        """Whether to read on before deciding: a repair's `window` has not arrived yet, or, after
+        a complete text, the line it ends in (more document or commentary: `reads_on`), or not
         enough to tell a remark or a restart."""
         remark = self.head.isalpha() or self.head == "`"
         if self.fresh and remark and not self.lines and self.chars < _MAX_REMARK:
@@ -89,6 +95,9 @@ class _ReadAhead:
                 self.restart = None
             elif not self.restart.enough(self.ink):
                 return True
+        if self.complete and self.chars >= window:
+            arrived = "".join(self.pieces)
+            return through_line(arrived, window) == arrived and self.chars < window + LINE_MORE
         return self.chars < window
 
     def opening(self, rest: str) -> tuple[int, DropReason] | None:
@@ -286,7 +295,7 @@ class DraftReader:
         # Text that only looks like commentary (a word after a blank, a new line) is read on for
         # a repair's window: what fits after the best repair tells (`_repair`).
         if self._may_repair() and not answer_ended(checker, rest, self.grammar):
-            self.read_ahead = _ReadAhead.after(self.output.text, self.begun)
+            self.read_ahead = _ReadAhead.after(self.output, self.begun)
             self.read_ahead.add(rest)
             return self._repair_when_read()
         self._end_at_cut(rest)
@@ -352,7 +361,7 @@ class DraftReader:
                 alone=looks_trailing,
             )
             if looks_trailing and not (edit and reads_on(edit, window, checker.text)):
-                edit = reads_on_after_edits(checker, window, final=ended, floor=floor)
+                edit = reads_on_after_edits(checker, rest, len(window), final=final, floor=floor)
         if edit is None:
             self._end_at_cut(rest)
             return False

@@ -112,11 +112,32 @@ def _remarked(edit: Edit, text: str) -> bool:
 _MARK = re.compile(r"\d{1,3}[.)]|[^\w\s]{1,3}")  # a list mark: `1.`, `-`, `*`, `>`
 
 
-def reads_on_after_edits(checker: Checker, window: str, *, final: bool, floor: int) -> Edit | None:
+def reads_on_after_edits(
+    checker: Checker, rest: str, window: int, *, final: bool, floor: int
+) -> Edit | None:
     """Where no one edit lets what looked like commentary after a complete text read on, the
     first of a few (`_PATH`) after which it does, as `reads_on` has it: a line written in another
-    notation may slip twice (`"envlist" = py27` where INI keys are bare). The edits are made in
-    turn, each the best at its cut, and undone: the checker is left at the text it had."""
+    notation may slip twice (`"envlist" = py27` where INI keys are bare, a `;` comment at a
+    line's end). The draft's `rest` is read through the line its first `window` characters end
+    in (`through_line`). The edits are made in turn, each the best at its cut, and undone: the
+    checker is left at the text it had."""
+    window_text = through_line(rest, window)
+    final = final and window_text == rest
+    return _after_edits(checker, window_text, final=final, floor=floor)
+
+
+def through_line(rest: str, window: int) -> str:
+    """`rest` through the end of the line its first `window` characters end in (or
+    `LINE_MORE` characters past them, at most)."""
+    end = rest.find("\n", max(window - 1, 0))
+    limit = window + LINE_MORE
+    return rest[: limit if end < 0 else min(end + 1, limit)]
+
+
+LINE_MORE = 256  # characters past a repair's window read on for the end of its line
+
+
+def _after_edits(checker: Checker, window: str, *, final: bool, floor: int) -> Edit | None:
     text, start = checker.text, checker.chars
     low, at, first = start, 0, None
     try:

@@ -591,6 +591,21 @@ def test_a_slip_after_a_complete_line_keeps_the_rest_of_the_document(gname: str,
     assert [a == b for a, b in zip(lines, kept, strict=True)] == [ln != slipped for ln in lines]
 
 
+@pytest.mark.parametrize("chunk", [0, 1, 3])
+def test_a_line_after_a_complete_text_is_judged_through_its_end(chunk: int) -> None:
+    """Two `;` comments (INI's) after a complete TOML line: the second ends past the repair
+    window, and the line it is on read on only once its end has arrived. Before, the rest of
+    the document was dropped as trailing text (found by benchmarks/bench_repair_cost.py)."""
+    doc = (
+        "enabled = true\n\n; This is a full-line comment\n"
+        'key = "value"  ; This is a comment at the end of a line\n'
+        'another = "# This is not a comment"\n'
+    )
+    api = ScriptedAPI("", drafts=[doc], chunk=chunk)
+    result = run(api, Grammar.from_file(TOML), ScriptedTarget(), stream=chunk > 0)
+    assert (result.text, result.api_calls, result.repairs) == (doc.replace("; ", "# "), 1, 2)
+
+
 # Sentences around a document in a grammar that takes words (INI keys and values, S-expression
 # symbols): one edit would make them document; they are commentary, and dropped as such.
 PROSE_AROUND = {
