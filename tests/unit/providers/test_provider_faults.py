@@ -288,6 +288,40 @@ def test_an_api_that_keeps_replying_nothing_has_stopped_and_the_target_writes_on
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_an_api_that_replies_nothing_after_each_correction_gets_no_third_round(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    """After its first reply, every reply is empty: two empty rounds make no headway, and the
+    target completes the text. Before, each empty round was followed by a correction of a few
+    characters and another round of calls, up to `max_rounds` (a scripted API: 9 calls)."""
+    doc = DOCS[0]
+    half = len(doc) // 2
+    replies = iter([text(doc[:half], finish_reason="length")])
+    server = server_of(kind, request)
+    server.responder = lambda body: next(replies, text(""))
+    client = request.getfixturevalue("anthropic_client" if kind == "anthropic" else "openai_client")
+    drafter: Any = (
+        AnthropicDrafter(client(asynchronous=False), "m")
+        if kind == "anthropic"
+        else (OpenAIChatDrafter if kind == "openai-chat" else OpenAICompletionsDrafter)(
+            client(asynchronous=False), "m"
+        )
+    )
+    rest = doc[half:]
+    target = ScriptedTarget(rest[:4], rest[4:])  # a correction, then the completion
+    result = guide(drafter, "json", prompt=PROMPT, target=target, max_attempts=1)
+    assert result.text == doc and result.valid
+    assert [(r.kind, r.ended) for r in result.trace.rounds] == [
+        ("draft", "drafter_ended"),
+        ("draft", "empty"),
+        ("correction", "target_stopped"),
+        ("draft", "empty"),
+        ("completion", "target_stopped"),
+    ]
+    assert result.api_calls == len(server.exchanges) == 3
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_surrogate_pair_split_across_events_is_joined(
     kind: str, request: pytest.FixtureRequest
 ) -> None:
