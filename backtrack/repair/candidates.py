@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from backtrack.repair.inserts import end_tags, escapes, inserts
+from backtrack.repair.json_shapes import json_member, renames_key, wrapped_values
 from backtrack.repair.notations import (
     CONTEXT,
     changes_words,
@@ -17,13 +18,10 @@ from backtrack.repair.notations import (
     edit_distance,
     flips_tag,
     is_comment,
-    json_member,
     moves_end_tag,
     quote_count,
-    renames_key,
     unlike_classes,
     word_at,
-    wrapped_values,
 )
 from grammars import Checker
 
@@ -132,9 +130,18 @@ def _inserts_after(
     member = json_member(deleted + rest)
     if member is not None and member > len(deleted):  # a key the grammar has no place for
         found.append(("", member - len(deleted)))
-    if not deleted:  # a value wrapped in an object or array: one of its values in its place
-        found += [("", skip) for skip in wrapped_values(rest)]
-    return found
+    return found + _unwrapped(deleted, rest)
+
+
+def _unwrapped(deleted: str, rest: str) -> list[tuple[str, int | None]]:
+    """A value wrapped in an object or an array where the grammar wants another value: one of
+    its first values in its place (`wrapped_values`). Backed off into an opening the grammar
+    took, only an object or array in its place: the whole answer wrapped (`{"data": [{...}]}`),
+    not an object the grammar takes written with a quoted name (GraphQL's `{ "x": 1.5 }`)."""
+    text = deleted + rest
+    starts = wrapped_values(text)
+    inside = [at for at in starts if at > len(deleted)]
+    return [("", at - len(deleted)) for at in inside if not deleted or text[at] in "{["]
 
 
 def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) -> Candidate:
@@ -143,7 +150,8 @@ def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) 
     with (None: any)."""
     insert = edit.insert
     tag_edit = only is not None and moves_end_tag(removed, insert)
-    quoted = only is not None and insert == f'"{removed}"'
+    # A bare value quoted, or a quoted number unquoted: the API's own value either way.
+    quoted = only is not None and (insert == f'"{removed}"' or removed == f'"{insert}"')
     if only is not None and is_comment(removed, tail):
         cost = 0 if insert else 1  # written in the grammar's notation, or deleted
     elif only is not None and decoded(removed) == (len(removed), insert):
@@ -157,7 +165,7 @@ def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) 
     elif only is not None and not insert and len(removed) in wrapped_values(removed + tail):
         cost = 1 + wrapped_values(removed + tail).index(len(removed))  # a wrapper opened
     elif quoted:
-        cost = 1  # a bare value quoted (`10.0.0.2` too, taken for a number)
+        cost = 1  # a bare value quoted (`10.0.0.2` too, taken for a number), or `"31"` bare
     else:
         word_swap = only is not None and insert[:1].isalpha()
         # A quote deleted or added right before a word makes it a name or text.

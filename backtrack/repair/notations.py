@@ -159,18 +159,6 @@ def changes_words(before: str, removed: str, inserted: str, after: str) -> bool:
     return [w.lower() for w in old] != [w.lower() for w in new]
 
 
-_KEY_END = re.compile(r'"\s*:')
-
-
-def renames_key(before: str, removed: str, inserted: str, after: str) -> bool:
-    """Whether a word put in place of the draft's between `before` and `after` renames a JSON
-    object's key to one unlike it (`genre` to `venue`, not `adress` to `address`): the value
-    the API gave one field would go to another, so the new key counts as written, not edited."""
-    if not (before.endswith('"') and _KEY_END.match(after)):
-        return False
-    return edit_distance(removed.lower(), inserted.lower()) * 3 > max(len(removed), len(inserted))
-
-
 def quote_count(text: str) -> int:
     """How many quotes `text` holds: an edit of characters that deletes or adds an odd number
     right before a word turns the word from a string's text into a name or back (`'zuck'` to the
@@ -228,63 +216,6 @@ def flips_tag(before: str, removed: str, inserted: str, after: str) -> bool:
     old = before[-1:] + removed + after[:1]
     new = before[-1:] + inserted + after[:1]
     return old.count(END_TAG) != new.count(END_TAG)
-
-
-_MEMBER_NAME = re.compile(r'\s*"(?:[^"\\\n]|\\.)*"\s*:\s*')
-_DECODER = json.JSONDecoder()
-
-
-def json_member(text: str) -> int | None:
-    """When `text` starts with one whole JSON object member and its comma, either way round
-    (`, "pages": 412` or `"pages": 412, `, blanks after it too), its length: a member the grammar
-    has no place for (a key the schema does not have), deleted whole. None otherwise."""
-    leading = text.lstrip().startswith(",")
-    at = text.index(",") + 1 if leading else 0
-    name = _MEMBER_NAME.match(text, at)
-    if name is None:
-        return None
-    try:
-        _, end = _DECODER.raw_decode(text, name.end())
-    except ValueError:
-        return None
-    if leading:
-        return end
-    after = text[end:].lstrip()
-    if not after.startswith(","):
-        return None
-    return len(text) - len(after[1:].lstrip(" "))  # the comma and the blanks after it
-
-
-_WRAPPED = 3  # values of a wrapping object or array that a repair may read in its place
-
-
-def wrapped_values(rest: str) -> list[int]:
-    """When the draft goes on with an object or an array where the grammar wants another value
-    (`{"amount": 19.99, "currency": "EUR"}` for a price, `["Dune"]` for a title), how much of it
-    to skip to read each of its first values in its place: the opening, the members before that
-    value, and its name. The wrapper's end is then a slip of its own."""
-    if rest[:1] not in ("{", "["):
-        return []
-    found: list[int] = []
-    at = 1
-    while len(found) < _WRAPPED:
-        name = _MEMBER_NAME.match(rest, at) if rest[0] == "{" else None
-        start = name.end() if name is not None else _past_blanks(rest, at)
-        if (rest[0] == "{" and name is None) or start == len(rest):
-            break
-        found.append(start)
-        try:
-            _, end = _DECODER.raw_decode(rest, start)
-        except ValueError:
-            break
-        at = _past_blanks(rest, end) + 1
-        if not rest.startswith(",", at - 1):
-            break
-    return found
-
-
-def _past_blanks(text: str, at: int) -> int:
-    return len(text) - len(text[at:].lstrip())
 
 
 # Comment openings of common notations, and what closes each (a line comment: the line's end).

@@ -11,7 +11,7 @@ import pytest
 
 import providers
 from backtrack import Grammar, guide
-from backtrack.repair.notations import renames_key, wrapped_values
+from backtrack.repair.json_shapes import renames_key, wrapped_values
 from tests.support.scripted import ScriptedAPI, ScriptedTarget
 
 S, INT, NUM = {"type": "string"}, {"type": "integer"}, {"type": "number"}
@@ -82,13 +82,45 @@ def test_a_key_unlike_the_schema_keys_goes_with_its_value() -> None:
     assert _repaired(CONCERT, misspelt) == MEANT
 
 
+PERSON = _object(name=S, age=INT, city=S)
+ANN = {"name": "Ann", "age": 31, "city": "Oslo"}
+
+
+@pytest.mark.parametrize(
+    "draft",
+    [
+        pytest.param('{"person": {"name": "Ann", "age": 31, "city": "Oslo"}}', id="under-a-key"),
+        pytest.param(
+            '{\n  "person": {\n    "name": "Ann",\n    "age": 31,\n    "city": "Oslo"\n  }\n}'
+        ),
+        pytest.param('{"data": [{"name": "Ann", "age": 31, "city": "Oslo"}]}', id="in-a-list"),
+        pytest.param('[{"name": "Ann", "age": 31, "city": "Oslo"}]', id="in-an-array"),
+    ],
+)
+def test_an_answer_wrapped_whole_is_read_in_its_place(draft: str) -> None:
+    """Before, `{"data": [...]}` had `data` edited into `age` letter by letter, its value
+    deleted, and the local model wrote a person of its own (`Liam`, 22, `New York`)."""
+    assert _repaired(PERSON, draft) == ANN
+
+
+@pytest.mark.parametrize(
+    ("value", "meant"), [('"31"', 31), ('"3.1e1"', 31.0), ('"-2"', -2)], ids=["int", "exp", "neg"]
+)
+def test_a_quoted_number_where_a_number_goes_is_unquoted(value: str, meant: float) -> None:
+    """Before, the member was deleted and the local model wrote an age of its own (25)."""
+    number = _object(name=S, age=NUM, city=S)
+    draft = f'{{"name": "Ann", "age": {value}, "city": "Oslo"}}'
+    assert _repaired(number, draft) == {"name": "Ann", "age": meant, "city": "Oslo"}
+
+
 def test_wrapped_values_are_the_first_values_of_an_object_or_array() -> None:
     text = '{"id": 1, "name": "Ann", "tags": ["a"], "x": 2}'
     starts = wrapped_values(text)
-    assert [text[at : at + 5] for at in starts] == ['1, "n', '"Ann"', '["a"]']
+    assert [text[at : at + 5] for at in starts] == ['1, "n', '"Ann"', '["a"]', '"a"],']
     assert wrapped_values('[ "a", 2]') == [2, 7]
     assert wrapped_values('{"id": 1') == [7]  # its end has not arrived: the first value only
     assert wrapped_values('"a"') == wrapped_values("{}") == wrapped_values("{") == []
+    assert wrapped_values('{"data": [{"a": 1}]}') == [9, 10]  # the list, then its first item
 
 
 def test_renames_key_only_for_a_key_unlike_the_schema_one() -> None:
