@@ -5,7 +5,7 @@ skip through the draft it goes with (None: any)."""
 
 from __future__ import annotations
 
-from backtrack.repair.json_shapes import unquoted
+from backtrack.repair.json_shapes import null_text, unquoted
 from backtrack.repair.notations import (
     BARE,
     CLOSERS,
@@ -106,6 +106,9 @@ def inserts(
     bare = unquoted(rest)
     if bare is not None and ord('"') not in following and not deleted:
         inserts.append((bare[1], bare[0]))
+    null = null_text(rest)
+    if null is not None and ord('"') in following and not deleted:
+        inserts.append(('""', null))
     before = checker.text[-1:]
     starts = deleted and not (before.isalnum() or before in BARE)  # a value's start backed off
     bare = bare_value(deleted + rest) if starts else None

@@ -88,3 +88,9 @@ def unquoted(rest: str) -> tuple[int, str] | None:
     `"true"`), (its quoted length, it bare): a value the API quoted where no string goes."""
     match = _QUOTED_VALUE.match(rest)
     return None if match is None else (match.end(), match.group(1))
+
+
+def null_text(rest: str) -> int | None:
+    """When the draft goes on with the word `null`, its length: where only a string goes, the
+    empty string is the nothing the API meant (`"city": null` for a required string)."""
+    return 4 if rest.startswith("null") and not rest[4:5].isalnum() else None

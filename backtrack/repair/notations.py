@@ -58,7 +58,9 @@ _WORDS = re.compile(r"\w+")
 
 
 # Literals of other languages and the JSON/SQL ones they mean: as close as a one-letter slip.
-_SYNONYMS = frozenset({("none", "null"), ("nil", "null"), ("undefined", "null"), ("nan", "null")})
+_SYNONYMS = frozenset(
+    {("none", "null"), ("nil", "null"), ("undefined", "null"), ("nan", "null"), ("null", '""')}
+)
 # Literal words, of JSON and of other languages: not a bare string value to quote.
 _LITERALS = frozenset({"true", "false", "null"} | {slip for slip, _ in _SYNONYMS})
 

@@ -113,6 +113,16 @@ def test_a_quoted_number_where_a_number_goes_is_unquoted(value: str, meant: floa
     assert _repaired(number, draft) == {"name": "Ann", "age": meant, "city": "Oslo"}
 
 
+def test_null_where_only_a_string_goes_is_the_empty_string() -> None:
+    """The API says it has no value: the empty string, not one the local model makes up.
+    Before, `null` was edited into a key (`"name"`), and the local model wrote 488 tokens of a
+    string before settling on `"city": "New York"`, two API calls."""
+    city = _object(name=S, city=S)
+    assert _repaired(city, '{"name": "Ann", "city": null}') == {"name": "Ann", "city": ""}
+    nullable = _object(name=S, city={"type": ["string", "null"]})
+    assert _repaired(nullable, '{"name": "Ann", "city": null}') == {"name": "Ann", "city": None}
+
+
 def test_wrapped_values_are_the_first_values_of_an_object_or_array() -> None:
     text = '{"id": 1, "name": "Ann", "tags": ["a"], "x": 2}'
     starts = wrapped_values(text)
