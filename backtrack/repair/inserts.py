@@ -99,16 +99,7 @@ def inserts(
         inserts += [(w, word) for w in _words(checker, max_word, word_nodes)]
     inserts += _operator_inserts(checker, deleted, rest)
     if not deleted:
-        inserts += _comment_inserts(checker, rest)
-    quoted = requoted(rest) or bare_value(rest)
-    if quoted is not None and ord('"') in following and not deleted:
-        inserts.append((quoted[1], quoted[0]))
-    bare = unquoted(rest)
-    if bare is not None and ord('"') not in following and not deleted:
-        inserts.append((bare[1], bare[0]))
-    null = null_text(rest)
-    if null is not None and ord('"') in following and not deleted:
-        inserts.append(('""', null))
+        inserts += _comment_inserts(checker, rest) + _requoted(following, rest)
     before = checker.text[-1:]
     starts = deleted and not (before.isalnum() or before in BARE)  # a value's start backed off
     bare = bare_value(deleted + rest) if starts else None
@@ -124,6 +115,24 @@ def inserts(
         if keyword:
             inserts += [(keyword + " ", 0), (keyword, 0)]
     return inserts
+
+
+def _requoted(following: frozenset[int], rest: str) -> list[tuple[str, int | None]]:
+    """The draft's next value quoted as the grammar takes it here, each with the skip past it:
+    other quotes made double ones, a bare word quoted, a quoted number or literal bare, and
+    `null` as the empty string."""
+    string = ord('"') in following
+    found: list[tuple[str, int | None]] = []
+    quoted = requoted(rest) or bare_value(rest)
+    if quoted is not None and string:
+        found.append((quoted[1], quoted[0]))
+    bare = unquoted(rest)
+    if bare is not None and not string:
+        found.append((bare[1], bare[0]))
+    null = null_text(rest)
+    if null is not None and string:
+        found.append(('""', null))
+    return found
 
 
 def _operator_inserts(checker: Checker, deleted: str, rest: str) -> list[tuple[str, int | None]]:
