@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from local_target.correction import Correction
-    from local_target.decoding import DecodingPolicy, TokenFlag
+    from local_target.decoding import TokenFlag
     from local_target.engine import CountsTokens, Session, Target
+    from local_target.policy import DecodingPolicy
     from local_target.sampling import Sampling
     from local_target.session import TargetSession
     from local_target.target import LocalTarget
@@ -37,7 +38,7 @@ __all__ = [
 _MODULES = {
     "Correction": "local_target.correction",
     "CountsTokens": "local_target.engine",
-    "DecodingPolicy": "local_target.decoding",
+    "DecodingPolicy": "local_target.policy",
     "LocalTarget": "local_target.target",
     "Sampling": "local_target.sampling",
     "Session": "local_target.engine",

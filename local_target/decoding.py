@@ -25,7 +25,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import partial
 from typing import Literal, NamedTuple
 
@@ -34,7 +33,8 @@ import torch
 
 from local_target.errors import TargetError
 from local_target.head import Next
-from local_target.repeats import repeated_block
+from local_target.policy import DecodingPolicy, Until
+from local_target.repeats import deepest_indent, padding, repeated_block
 from local_target.sampling import Sampling, choose
 from local_target.speculation import Cursor, TokenSequence
 from local_target.vocab import Vocabulary
@@ -44,76 +44,9 @@ TokenFlag = Literal["healed", "forced", "sampled", "masked", "closing"]
 only one the grammar allows, no sampling), "sampled" (the model's own choice, which the grammar
 allowed), "masked" (chosen under the full grammar mask after the model's choice was refused),
 "closing" (chosen with a bias towards closing tokens, in the last part of a completion budget)."""
-Until = Literal["terminal", "complete"] | int
-"""When a correction stops besides its budget: at the end of a lexeme ("terminal"), at a full
-sentence of the grammar or the budget ("complete"), or after that many tokens (an int)."""
 StopReason = Literal["eos", "grammar_end", "terminal", "max_tokens"]
 """Why a correction stopped: "eos" (the model ended: EOS, or at a complete point a choice past the
 grammar's end), "grammar_end" (nothing may follow), "terminal" (a lexeme ended), "max_tokens"."""
-
-
-@dataclass(frozen=True)
-class DecodingPolicy:
-    """The numbers behind a correction's choices (the defaults are what the tests and benchmarks
-    were measured with).
-
-    The closing window of a completion budget of `max_tokens` is its last
-    `max_tokens // closing_share` tokens, but at least `closing_min` and at most `closing_max`:
-    `closing_window(12) == 4`, `closing_window(512) == 32`.
-    """
-
-    closing_bonus: float = 10.0
-    """Added to the logits of closing tokens (`Vocabulary.closers`) in the closing window."""
-    closing_share: int = 4
-    closing_min: int = 4
-    closing_max: int = 32
-    lexeme_ends: frozenset[int] = frozenset(b",:;()[]{}\"'`=<>+-*/%|&!?. \t\r\n")
-    """A "terminal" correction stops once a token ends in one of these bytes (punctuation or
-    whitespace): the drafter is better placed to write the next word."""
-    speculate: int = 8
-    """The most proposed tokens verified in one forward pass (local_target.speculation); 0 turns
-    speculation off. It changes the number of passes, never the tokens chosen."""
-    selective_vocab: int = 100_000
-    """Vocabularies at least this large compute the grammar's mask before the logits, and then
-    only the allowed tokens' logits where they are at most `selective_share` of the vocabulary
-    (local_target.head): the output layer is then a large share of a forward pass."""
-    selective_share: float = 0.25
-    max_blank_run: int = 32
-    """Where a correction's new text ends in this many blank bytes, tokens of blanks only are
-    refused while the grammar allows anything else: a grammar with free whitespace (JSON) would
-    let a small model pad on to its whole budget (seen: 512 tokens of line ends and spaces)."""
-    max_repeats: int = 4
-    """Where a correction's new text ends in this many copies in a row of one block of 8 to 64
-    bytes, more than blanks and closers, tokens that would begin one more copy are refused while
-    the grammar allows anything else: a small model repeats a list's item to its whole budget
-    (seen: SmolLM2 writing `"chicken",` about 90 times in a recipe's array, 492 tokens)."""
-
-    def __post_init__(self) -> None:
-        if self.closing_share < 1:
-            raise ValueError(f"closing_share must be >= 1, got {self.closing_share}")
-        if self.speculate < 0:
-            raise ValueError(f"speculate must be >= 0, got {self.speculate}")
-        if not 0 <= self.selective_share <= 1:
-            raise ValueError(f"selective_share must be in [0, 1], got {self.selective_share}")
-        if not 0 <= self.closing_min <= self.closing_max:
-            raise ValueError(
-                "closing_min and closing_max must satisfy 0 <= closing_min <= closing_max,"
-                f" got {self.closing_min} and {self.closing_max}"
-            )
-
-    def closing_window(self, max_tokens: int) -> int:
-        """How many tokens before the end of a completion budget the closing bias starts."""
-        share = max_tokens // self.closing_share
-        return min(self.closing_max, max(self.closing_min, share))
-
-    def ends_lexeme(self, new: bytes | bytearray, until: Until) -> bool:
-        """A "terminal" correction that wrote `new` (something besides blanks) may stop here."""
-        if until != "terminal" or not new.strip():
-            return False
-        return new[-1] in self.lexeme_ends
-
-
-DEFAULT_POLICY = DecodingPolicy()
 
 
 class Written(NamedTuple):
@@ -147,6 +80,7 @@ class Correcting:
         sampling: Sampling,
         policy: DecodingPolicy,
         hint: list[int] | None = None,
+        committed: bytes = b"",
     ) -> None:
         self.vocab = vocab
         self.matcher = matcher
@@ -160,6 +94,9 @@ class Correcting:
         self.flags: list[TokenFlag] = []
         self.pieces: list[bytes] = []  # the new bytes each token added
         self.new = bytearray()
+        # The committed text's blanks at its end, and its deepest indentation (`_padding`).
+        self._blanks = committed[len(committed.rstrip()) :]
+        self._deepest = deepest_indent(committed)
         self.mask_seconds = 0.0
         self._generator = sampling.generator()
         self._limit = min(until if isinstance(until, int) else max_tokens, max_tokens)
@@ -291,8 +228,17 @@ class Correcting:
         self.flags.append(flag)
 
     def _padding(self) -> bool:
-        """The new text ends in a run of `max_blank_run` blank bytes."""
-        return len(self.new) - len(self.new.rstrip()) >= self.policy.max_blank_run
+        """The new text ends in a run of `max_blank_run` blank bytes, or the text (the committed
+        text's end and the new text) in blanks past its own indentation (`repeats.padding`)."""
+        new = self.new
+        run = new[len(new.rstrip()) :]
+        if len(run) >= self.policy.max_blank_run:
+            return True
+        past = self.policy.blank_depth
+        if past is None:
+            return False
+        deepest = max(self._deepest, deepest_indent(new))
+        return padding(self._blanks + run if len(run) == len(new) else run, deepest, past)
 
     def _refused(self) -> torch.Tensor | None:
         """Tokens not to choose (None: none): blanks past max_blank_run, a loop's next copy."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from grammars.grammar import Grammar
     from local_target.correction import Correction
-    from local_target.decoding import Until
+    from local_target.policy import Until
     from local_target.prompt import Prompt
     from local_target.sampling import Sampling
 

@@ -1,6 +1,6 @@
 """Loops in what a model writes: the block of bytes a text ends with several copies of in a row
-(`DecodingPolicy.max_repeats`). Imports nothing but Python, so it loads inside vLLM's
-environment as well as ours."""
+(`DecodingPolicy.max_repeats`), and blanks past the text's own indentation. Imports nothing but
+Python, so it loads inside vLLM's environment as well as ours."""
 
 from __future__ import annotations
 
@@ -18,3 +18,17 @@ def repeated_block(text: bytes | bytearray, copies: int) -> bytes | None:
 
 _BLOCK = range(8, 65)  # the sizes of a repeated block `repeated_block` looks for
 _CLOSING = b")]}>\"'"
+
+
+def deepest_indent(text: bytes | bytearray) -> int:
+    """The most blanks any line of `text` starts with before its first non-blank."""
+    lines = bytes(text).split(b"\n")
+    return max((len(ln) - len(ln.lstrip(b" \t")) for ln in lines if ln.strip()), default=0)
+
+
+def padding(run: bytes | bytearray, deepest: int, past: int) -> bool:
+    """Whether the run of blanks a text ends in is padding that may not grow: a line started
+    (or, without a line end, a gap) already `past` blanks deeper than the text's deepest
+    indentation, or two blank lines."""
+    start = run.rfind(b"\n") + 1
+    return run.count(b"\n") > 2 or len(run) - start >= deepest + past

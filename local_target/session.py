@@ -29,17 +29,11 @@ import llguidance
 import torch
 
 from local_target.correction import Correction
-from local_target.decoding import (
-    DEFAULT_POLICY,
-    Correcting,
-    DecodingPolicy,
-    Until,
-    Written,
-    unconstrained,
-)
+from local_target.decoding import Correcting, Written, unconstrained
 from local_target.errors import TargetError
 from local_target.head import Next
 from local_target.model import TargetModel, common_prefix
+from local_target.policy import DEFAULT_POLICY, DecodingPolicy, Until
 from local_target.sampling import Sampling
 
 if TYPE_CHECKING:
@@ -286,7 +280,7 @@ class TargetSession:
         hint: str = "",
     ) -> Correction:
         """Write a grammar-valid continuation of `text` (which must be a valid prefix), choosing
-        tokens as `policy` says (local_target.decoding).
+        tokens as `policy` says (local_target.policy, local_target.decoding).
 
         The prompt, the tokens of `text` and `max_tokens` must fit the model's context together
         (else TargetError, before any forward pass); a correction goes past `max_tokens` only to
@@ -313,14 +307,12 @@ class TargetSession:
             sampling=sampling or Sampling(),
             policy=policy,
             hint=vocab.encode(text[-_HINT_OVERLAP:] + hint[:_HINT_CHARS]) if hint else [],
+            committed=text.encode("utf-8", "surrogatepass"),
         )
         written = self._write(correcting, base, cancel)
         self._matcher = _Matcher(grammar, matcher, base + list(written.tokens))
-        timings = _Timings(
-            time.perf_counter() - start,
-            self.forward_seconds - forward0,
-            self.forward_passes - passes0,
-        )
+        passes = self.forward_passes - passes0
+        timings = _Timings(time.perf_counter() - start, self.forward_seconds - forward0, passes)
         return _correction(written, matcher, len(pending), timings)
 
     def _healed_split(

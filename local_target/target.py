@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import torch
 
 from local_target.correction import Correction
-from local_target.decoding import DEFAULT_POLICY, DecodingPolicy, Until
 from local_target.errors import TargetError
 from local_target.head import Next, OutputHead, Pass
 from local_target.kv_cache import CacheApi
 from local_target.loading import converted_smollm2, load_pretrained, pick_device
 from local_target.model import common_prefix
+from local_target.policy import DEFAULT_POLICY, DecodingPolicy, Until
 from local_target.prompt import Prompt, prompt_ids, tokens_left
 from local_target.sampling import Sampling
 from local_target.session import TargetSession

@@ -21,15 +21,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from local_target.decoding import DEFAULT_POLICY
 from local_target.errors import TargetError
+from local_target.policy import DEFAULT_POLICY
 from local_target.sampling import Sampling
 from local_target.steps import Steps
 
 if TYPE_CHECKING:
     import llguidance
 
-    from local_target.decoding import Until
+    from local_target.policy import Until
     from local_target.vocab import Vocabulary
 
 _PREFIX = "backtrack_"
@@ -95,6 +95,7 @@ class CorrectionArgs:
             until=self.until,
             sampling=sampling,
             policy=DEFAULT_POLICY,
+            committed=vocab.decode(text_ids) + pending,
         )
 
 

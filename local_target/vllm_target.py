@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from local_target.correction import Correction
-from local_target.decoding import Until
 from local_target.errors import ProcessorError, TargetError
 from local_target.model import common_prefix
+from local_target.policy import Until
 from local_target.prompt import Prompt, prompt_ids, tokens_left
 from local_target.sampling import Sampling
 from local_target.vllm_request import CorrectionArgs, failure_token

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from grammars import Checker
     from grammars.grammar import Grammar
     from local_target import Correction
-    from local_target.decoding import Until
+    from local_target.policy import Until
 
 logger = logging.getLogger(__name__)
 

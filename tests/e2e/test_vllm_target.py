@@ -18,9 +18,9 @@ from backtrack import GuideResult, guide
 from grammars.grammar import Grammar
 from grammars.limits import GrammarLimits
 from local_target import LocalTarget
-from local_target.decoding import Until
 from local_target.errors import ProcessorError, TargetError
 from local_target.loading import converted_smollm2
+from local_target.policy import Until
 from local_target.vllm_target import VllmTarget
 from tests.support.local_targets import cut_points
 from tests.support.vllm_server import LOGS

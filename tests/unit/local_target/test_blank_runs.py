@@ -12,7 +12,7 @@ import pytest
 import tests.support.tokenizer_fixtures as tf
 from grammars.grammar import Grammar
 from local_target import DecodingPolicy, LocalTarget
-from local_target.decoding import DEFAULT_POLICY
+from local_target.policy import DEFAULT_POLICY
 from tests.support.local_targets import TARGET_IDS, TARGETS, real_tokenizer
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
@@ -42,7 +42,7 @@ def test_a_model_that_loves_blanks_pads_no_longer_than_the_limit(name: str) -> N
     longer than the limit and one token: the model writes something else in between."""
     made = blank_loving(name)
     text = '{"a": [1, 2'
-    unlimited = DecodingPolicy(max_blank_run=10**9)
+    unlimited = DecodingPolicy(max_blank_run=10**9, blank_depth=None)
     padded = made.correct(
         "Write JSON.", text, JSON, max_tokens=60, until="complete", policy=unlimited
     )
@@ -50,3 +50,35 @@ def test_a_model_that_loves_blanks_pads_no_longer_than_the_limit(name: str) -> N
     c = made.correct("Write JSON.", text, JSON, max_tokens=60, until="complete")
     assert JSON.check(text + c.text).valid
     assert longest_blank_run(c.text) < DEFAULT_POLICY.max_blank_run + 16, repr(c.text)
+
+
+def deepest_line(text: str) -> int:
+    """The most blanks a line of `text` starts with, or a gap without a line end holds."""
+    runs = re.findall(r"\s+", text)
+    return max((len(run) - run.rfind("\n") - 1 for run in runs), default=0)
+
+
+def line_ends(text: str) -> int:
+    """The most line ends in one run of blanks of `text`."""
+    return max((run.count("\n") for run in re.findall(r"\s+", text)), default=0)
+
+
+@pytest.mark.parametrize("name", TARGET_IDS[:2])
+@pytest.mark.parametrize("committed", ['{"a": [1, 2', '{\n  "a": [\n    1,\n    2'])
+def test_a_model_that_loves_blanks_indents_no_deeper_than_the_text_and_a_level(
+    name: str, committed: str
+) -> None:
+    """Within `max_blank_run`, a blank run may still be padding: `blank_depth` blanks past the
+    text's deepest indentation (here 0, or 4), or a third line end. Once a run is there it
+    grows by no token of blanks more (a token of several may take it one past). Off, the model
+    pads each run as far as `max_blank_run` lets it, with spaces or line ends."""
+    made = blank_loving(name)
+    limit = deepest_line(committed) + DEFAULT_POLICY.blank_depth
+    off = DecodingPolicy(blank_depth=None)
+    padded = made.correct(
+        "Write JSON.", committed, JSON, max_tokens=40, until="complete", policy=off
+    )
+    assert deepest_line(padded.text) > limit + 1 or line_ends(padded.text) > 4, repr(padded.text)
+    c = made.correct("Write JSON.", committed, JSON, max_tokens=40, until="complete")
+    assert JSON.check(committed + c.text).valid
+    assert deepest_line(c.text) <= limit + 1 and line_ends(c.text) <= 4, repr(c.text)

@@ -10,7 +10,7 @@ import pytest
 import tests.support.tokenizer_fixtures as tf
 from grammars.grammar import Grammar
 from local_target import DecodingPolicy, LocalTarget
-from local_target.decoding import DEFAULT_POLICY
+from local_target.policy import DEFAULT_POLICY
 from local_target.repeats import repeated_block
 from tests.support.local_targets import TARGET_IDS, TARGETS, real_tokenizer
 

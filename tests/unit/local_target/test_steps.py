@@ -18,8 +18,8 @@ import torch
 import tests.support.tokenizer_fixtures as tf
 from grammars.grammar import Grammar
 from local_target import Correction, LocalTarget, Sampling
-from local_target.decoding import DEFAULT_POLICY, Until
 from local_target.errors import TargetError
+from local_target.policy import DEFAULT_POLICY, Until
 from local_target.steps import CHOOSE, Steps
 from local_target.vllm_request import CorrectionArgs, failure_token
 from tests.support.local_targets import (

@@ -119,7 +119,7 @@ def check_recovered(made: LocalTarget, sessions: list[TargetSession]) -> None:
 INTERRUPTIONS = {
     # (where, error, model, which calls): every case must fire inside the scenario
     "deepcopy": ("deepcopy", KeyboardInterrupt, "smollm2", list(range(1, 21))),
-    "layer-smollm2": ("layer", MemoryError, "smollm2", list(range(1, 24))),
+    "layer-smollm2": ("layer", MemoryError, "smollm2", list(range(1, 23))),
     "layer-gpt2": ("layer", KeyboardInterrupt, "gpt2", list(range(1, 24, 2))),
     "choose": ("choose", KeyboardInterrupt, "mistral-padded", list(range(1, 17))),
 }
