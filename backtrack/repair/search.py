@@ -83,7 +83,7 @@ def search(
             texts.setdefault(committed[: len(committed) - edit.back] + edit.insert + after, edit)
         if len(texts) > 1:
             chosen = list(texts.values())[prefer(list(texts))]
-    return _tidied(checker, _spaced(checker, chosen, rest), rest)
+    return _spaced(checker, chosen, rest)
 
 
 def _spaced(checker: Checker, edit: Edit, rest: str) -> Edit:
@@ -95,29 +95,6 @@ def _spaced(checker: Checker, edit: Edit, rest: str) -> Edit:
     if insert == edit.insert or checker.fits(insert + rest) < len(insert) + edit.fits:
         return edit
     return replace(edit, insert=insert)
-
-
-def _tidied(checker: Checker, edit: Edit, rest: str) -> Edit:
-    """`edit`, where it deletes text between two runs of blanks and inserts nothing, with the
-    second run skipped too, where the draft fits as far without it and no line end goes that the
-    first run does not keep: a deletion leaves one run of blanks, not two side by side (a
-    wrapper's lines deleted, leaving a blank line indented twice, which a small model then goes
-    on padding), and lines stay apart (a comment deleted at a line's end)."""
-    tail = rest[edit.skip :]
-    blanks = len(tail) - len(tail.lstrip())
-    committed = checker.text
-    before = committed[: len(committed) - edit.back]
-    first = before[len(before.rstrip()) :]
-    if edit.insert or not first or not 0 < blanks < len(tail):
-        return edit
-    if "\n" in tail[:blanks] and "\n" not in first:
-        return edit
-    _restore(checker, before)
-    fits = checker.fits(tail[blanks:])
-    _restore(checker, committed)
-    if fits < edit.fits - blanks:
-        return edit
-    return replace(edit, skip=edit.skip + blanks, skipped=edit.skipped + tail[:blanks], fits=fits)
 
 
 _SCORED = 16  # characters of the draft after an edit that its likelihood takes in

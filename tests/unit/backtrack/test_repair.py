@@ -107,7 +107,7 @@ SLIPS = [
     ("sqlite", "SELECT name FROM users WHERE id = 1;;", "SELECT name FROM users WHERE id = 1;"),
     ("sqlite", "SELECT name FROM users WHERE age > 3);", "SELECT name FROM users WHERE age > 3;"),
     ("arithmetic", "1 + 2 * (3 + 4))", "1 + 2 * (3 + 4)"),
-    ("arithmetic", "1 + + 2", "1 + 2"),  # one run of blanks left where the slip was
+    ("arithmetic", "1 + + 2", "1 +  2"),
     # A closing bracket forgotten further back: inserted there, the text after it read again.
     ("json", '{"a": [[1, 2], [3, 4], "b": 2}', '{"a": [[1, 2], [3, 4]], "b": 2}'),
     ("python_expr", "x = f(a, b\ny = 2", "x = f(a, b)\ny = 2"),
@@ -135,7 +135,7 @@ SLIPS = [
     ("sqlite", "-- all\n# rows\nSELECT a FROM t;", "-- all\n-- rows\nSELECT a FROM t;"),
     # A comment where the grammar has none: deleted as one edit, its line's end kept.
     ("json", '{"port": 8080, // the default\n "host": "a"}', '{"port": 8080, \n "host": "a"}'),
-    ("json", '{"port": 8080, /* the default */ "host": "a"}', '{"port": 8080, "host": "a"}'),
+    ("json", '{"port": 8080, /* the default */ "host": "a"}', '{"port": 8080,  "host": "a"}'),
     ("sqlite", "SELECT a FROM t # rows\nWHERE b = 1;", "SELECT a FROM t -- rows\nWHERE b = 1;"),
 ]
 
