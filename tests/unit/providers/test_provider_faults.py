@@ -94,13 +94,8 @@ class Continuer:
 
 def run(kind: str, request: pytest.FixtureRequest, *, asynchronous: bool, **options: Any) -> Any:
     """guide() or aguide() with a `kind` drafter on its local server, and no local target."""
-    fixture = "anthropic_client" if kind == "anthropic" else "openai_client"
-    client = request.getfixturevalue(fixture)(asynchronous=asynchronous)
-    if kind == "anthropic":
-        drafter: Any = AnthropicDrafter(client, "m")
-    else:
-        cls = OpenAIChatDrafter if kind == "openai-chat" else OpenAICompletionsDrafter
-        drafter = cls(client, "m")
+    client = client_of(kind, request, asynchronous=asynchronous)
+    drafter = drafter_of(kind, client)
     if not asynchronous:
         return guide(drafter, "json", prompt=PROMPT, target=NoTarget(), **options)
 
@@ -109,6 +104,20 @@ def run(kind: str, request: pytest.FixtureRequest, *, asynchronous: bool, **opti
             return await aguide(drafter, "json", prompt=PROMPT, target=NoTarget(), **options)
 
     return anyio.run(go)
+
+
+def client_of(kind: str, request: pytest.FixtureRequest, *, asynchronous: bool = False) -> Any:
+    """The real SDK's client for a `kind` drafter, on its local server."""
+    fixture = "anthropic_client" if kind == "anthropic" else "openai_client"
+    return request.getfixturevalue(fixture)(asynchronous=asynchronous)
+
+
+def drafter_of(kind: str, client: Any) -> Any:
+    """A `kind` drafter through `client`."""
+    if kind == "anthropic":
+        return AnthropicDrafter(client, "m")
+    cls = OpenAIChatDrafter if kind == "openai-chat" else OpenAICompletionsDrafter
+    return cls(client, "m")
 
 
 def server_of(kind: str, request: pytest.FixtureRequest) -> MockServer:
@@ -266,14 +275,7 @@ def test_an_api_that_keeps_replying_nothing_has_stopped_and_the_target_writes_on
     )
     server = server_of(kind, request)
     server.responder = lambda body: next(replies)
-    client = request.getfixturevalue("anthropic_client" if kind == "anthropic" else "openai_client")
-    drafter: Any = (
-        AnthropicDrafter(client(asynchronous=False), "m")
-        if kind == "anthropic"
-        else (OpenAIChatDrafter if kind == "openai-chat" else OpenAICompletionsDrafter)(
-            client(asynchronous=False), "m"
-        )
-    )
+    drafter = drafter_of(kind, client_of(kind, request))
     target = ScriptedTarget(doc[half : half + 4])
     result = guide(drafter, "json", prompt=PROMPT, target=target, max_attempts=3)
     assert result.text == doc and result.valid
@@ -299,14 +301,7 @@ def test_an_api_that_replies_nothing_after_each_correction_gets_no_third_round(
     replies = iter([text(doc[:half], finish_reason="length")])
     server = server_of(kind, request)
     server.responder = lambda body: next(replies, text(""))
-    client = request.getfixturevalue("anthropic_client" if kind == "anthropic" else "openai_client")
-    drafter: Any = (
-        AnthropicDrafter(client(asynchronous=False), "m")
-        if kind == "anthropic"
-        else (OpenAIChatDrafter if kind == "openai-chat" else OpenAICompletionsDrafter)(
-            client(asynchronous=False), "m"
-        )
-    )
+    drafter = drafter_of(kind, client_of(kind, request))
     rest = doc[half:]
     target = ScriptedTarget(rest[:4], rest[4:])  # a correction, then the completion
     result = guide(drafter, "json", prompt=PROMPT, target=target, max_attempts=1)
