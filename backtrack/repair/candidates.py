@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from backtrack.repair.inserts import end_tags, escapes, inserts
-from backtrack.repair.json_shapes import json_member, renames_key, wrapped_values
+from backtrack.repair.json_shapes import json_member, renames_key, unquoted, wrapped_values
 from backtrack.repair.notations import (
     CONTEXT,
     changes_words,
@@ -151,7 +151,9 @@ def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) 
     insert = edit.insert
     tag_edit = only is not None and moves_end_tag(removed, insert)
     # A bare value quoted, or a quoted number unquoted: the API's own value either way.
-    quoted = only is not None and (insert == f'"{removed}"' or removed == f'"{insert}"')
+    quoted = only is not None and (
+        insert == f'"{removed}"' or unquoted(removed) == (len(removed), insert)
+    )
     if only is not None and is_comment(removed, tail):
         cost = 0 if insert else 1  # written in the grammar's notation, or deleted
     elif only is not None and decoded(removed) == (len(removed), insert):

@@ -80,14 +80,19 @@ def renames_key(before: str, removed: str, inserted: str, after: str) -> bool:
     return edit_distance(removed.lower(), inserted.lower()) * 3 > max(len(removed), len(inserted))
 
 
-_QUOTED_VALUE = re.compile(r'"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null)"')
+_QUOTED_VALUE = re.compile(r'"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null|yes|no)"', re.I)
+_ANSWERS = {"yes": "true", "no": "false"}
 
 
 def unquoted(rest: str) -> tuple[int, str] | None:
     """When the draft goes on with a number or a literal in double quotes (`"age": "31"`,
-    `"true"`), (its quoted length, it bare): a value the API quoted where no string goes."""
+    `"true"`, or `"yes"` and `"no"` for `true` and `false`), (its quoted length, it bare): a
+    value the API quoted where no string goes."""
     match = _QUOTED_VALUE.match(rest)
-    return None if match is None else (match.end(), match.group(1))
+    if match is None:
+        return None
+    value = match.group(1)
+    return match.end(), _ANSWERS.get(value.lower(), value.lower() if value.isalpha() else value)
 
 
 def null_text(rest: str) -> int | None:

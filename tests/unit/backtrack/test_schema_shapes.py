@@ -113,6 +113,13 @@ def test_a_quoted_number_where_a_number_goes_is_unquoted(value: str, meant: floa
     assert _repaired(number, draft) == {"name": "Ann", "age": meant, "city": "Oslo"}
 
 
+@pytest.mark.parametrize(("value", "meant"), [('"yes"', True), ('"No"', False), ('"true"', True)])
+def test_a_quoted_answer_where_a_boolean_goes_is_the_boolean(value: str, meant: bool) -> None:
+    """Before, the member was deleted and the local model wrote a value of its own."""
+    flag = _object(name=S, ok={"type": "boolean"})
+    assert _repaired(flag, f'{{"name": "Ann", "ok": {value}}}') == {"name": "Ann", "ok": meant}
+
+
 def test_null_where_only_a_string_goes_is_the_empty_string() -> None:
     """The API says it has no value: the empty string, not one the local model makes up.
     Before, `null` was edited into a key (`"name"`), and the local model wrote 488 tokens of a
