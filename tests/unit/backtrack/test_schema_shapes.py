@@ -1,7 +1,9 @@
-"""Values a draft gives in another shape than its JSON schema's (backtrack.repair: a wrapped
-value, a key the schema lacks, an object closed early). Each case is one a real weak model
-wrote (SmolLM2 through llama.cpp: benchmarks/bench_real_drafts.py): the API's values are kept
-where they stand, no key takes another's value, and the local model is not asked."""
+"""Values a draft gives in another shape than its JSON schema's (backtrack.repair.json_shapes: a
+wrapped value, a key the schema lacks, an object closed early, a quoted number, `null` for a
+string). The wrapped values and keys are what a real weak model wrote (SmolLM2 through
+llama.cpp: benchmarks/bench_real_drafts.py); the wrapped answers, quoted values and `null` are
+slips strong models make under a schema. The API's values are kept where they stand, no key
+takes another's value, and the local model is not asked."""
 
 from __future__ import annotations
 
