@@ -9,6 +9,7 @@ correction is cut where the rest goes on after it, and the rest is reused up to 
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -40,17 +41,28 @@ _HAND_BACK_PROBE = 64
 def answer_ended(checker: Checker, rest: str, grammar: Grammar) -> bool:
     """At a complete point, the grammar takes nothing more but blanks, and `rest` is more than
     blanks: no repair can make it document. Not where `grammar`'s schema refuses the text."""
-    if not (checker.complete and rest.strip()) or closed_early(grammar, checker.text):
+    if not (checker.complete and rest.strip()) or closed_too_soon(grammar, checker.text, rest):
         return False
     return checker.stopped or checker.next_bytes() <= BLANKS_OR_END
 
 
-def closed_early(grammar: Grammar, text: str) -> bool:
+def closed_too_soon(grammar: Grammar, text: str, rest: str) -> bool:
     """Whether the complete `text` is a JSON object closed before its required keys, or
     otherwise refused by its schema's validator (a schema whose drafts are read in any key
-    order): what the draft wrote after it may be more of it, not commentary."""
+    order), and the draft's `rest` may be more of it: it does not go on with a key the object
+    has already (the object again, or another record), as far as it has arrived."""
     validator = grammar.schema.validator if grammar.schema else None
-    return validator is not None and not grammar.matches(text)
+    if validator is None or grammar.matches(text):
+        return False
+    key = _NEXT_KEY.match(rest)
+    try:
+        closed = json.loads(text)
+    except ValueError:
+        return True
+    return key is None or not isinstance(closed, dict) or key.group(1) not in closed
+
+
+_NEXT_KEY = re.compile(r'\s*[,{]?\s*"((?:[^"\\]|\\.)*)"\s*:')
 
 
 def is_trailing(checker: Checker, rest: str) -> bool:
