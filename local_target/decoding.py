@@ -235,7 +235,7 @@ class Correcting:
         if len(run) >= self.policy.max_blank_run:
             return True
         past = self.policy.blank_depth
-        if past is None:
+        if past is None or (new and not run):
             return False
         deepest = max(self._deepest, deepest_indent(new))
         return padding(self._blanks + run if len(run) == len(new) else run, deepest, past)

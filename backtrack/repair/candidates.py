@@ -150,6 +150,7 @@ def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) 
     with (None: any)."""
     insert = edit.insert
     tag_edit = only is not None and moves_end_tag(removed, insert)
+    deletes = only is not None and not insert  # a notation's whole span, deleted
     # A bare value quoted, or a quoted number unquoted: the API's own value either way.
     quoted = only is not None and (
         insert == f'"{removed}"' or unquoted(removed) == (len(removed), insert)
@@ -162,10 +163,10 @@ def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) 
         cost = 1  # the one keyword the grammar allows here, left out
     elif tag_edit:
         cost = 1  # an end tag written twice, left out or swapped
-    elif only is not None and not insert and json_member(removed) == len(removed):
+    elif deletes and json_member(removed) == len(removed):
         cost = 2  # a JSON object's member deleted whole: a name and its value
-    elif only is not None and not insert and len(removed) in wrapped_values(removed + tail):
-        cost = 1 + wrapped_values(removed + tail).index(len(removed))  # a wrapper opened
+    elif deletes and len(removed) in (starts := wrapped_values(removed + tail)):
+        cost = 1 + starts.index(len(removed))  # a wrapper opened
     elif quoted:
         cost = 1  # a bare value quoted (`10.0.0.2` too, taken for a number), or `"31"` bare
     else:

@@ -52,14 +52,16 @@ def closed_too_soon(grammar: Grammar, text: str, rest: str) -> bool:
     order), and the draft's `rest` may be more of it: it does not go on with a key the object
     has already (the object again, or another record), as far as it has arrived."""
     validator = grammar.schema.validator if grammar.schema else None
-    if validator is None or grammar.matches(text):
+    if validator is None or validator(text):  # the checker found the text complete already
         return False
     key = _NEXT_KEY.match(rest)
+    if key is None:
+        return True
     try:
         closed = json.loads(text)
     except ValueError:
         return True
-    return key is None or not isinstance(closed, dict) or key.group(1) not in closed
+    return not isinstance(closed, dict) or key.group(1) not in closed
 
 
 _NEXT_KEY = re.compile(r'\s*[,{]?\s*"((?:[^"\\]|\\.)*)"\s*:')
