@@ -7,7 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from backtrack.repair.inserts import end_tags, escapes, inserts
-from backtrack.repair.json_shapes import json_member, renames_key, unquoted, wrapped_values
+from backtrack.repair.json_shapes import (
+    json_member,
+    renames_key,
+    unquoted,
+    unwrapped_whole,
+    wrapped_values,
+)
 from backtrack.repair.notations import (
     CONTEXT,
     changes_words,
@@ -69,10 +75,16 @@ class Candidate:
     edit: Edit
     tail: str  # the draft's rest after the skip
     rank: tuple[int, int, int, int, int]  # after the cost, lower first: see _scored
+    own: int = 0  # characters of the insert that are the skipped text's own (a wrapper's value)
 
     @property
     def whole(self) -> bool:
         return self.edit.fits == len(self.tail)
+
+    def reads(self, need: int) -> bool:
+        """Whether `need` characters of the API's text are read after the edit (or all of its
+        rest): what fits after it, and what of it the insert carries over."""
+        return self.edit.fits + self.own >= min(max(need, 1), len(self.tail) + self.own)
 
 
 def candidates(
@@ -130,18 +142,24 @@ def _inserts_after(
     member = json_member(deleted + rest)
     if member is not None and member > len(deleted):  # a key the grammar has no place for
         found.append(("", member - len(deleted)))
-    return found + _unwrapped(deleted, rest)
+    return found + _unwrapped(checker.text, deleted, rest)
 
 
-def _unwrapped(deleted: str, rest: str) -> list[tuple[str, int | None]]:
+def _unwrapped(before: str, deleted: str, rest: str) -> list[tuple[str, int | None]]:
     """A value wrapped in an object or an array where the grammar wants another value: one of
-    its first values in its place (`wrapped_values`). Backed off into an opening the grammar
-    took, only an object or array in its place: the whole answer wrapped (`{"data": [{...}]}`),
-    not an object the grammar takes written with a quoted name (GraphQL's `{ "x": 1.5 }`)."""
+    its first values in its place (`wrapped_values`), read on from there; as an array's item,
+    in place of all of it (`unwrapped_whole`). Backed off into an opening the grammar took, only
+    an object or array in its place: the whole answer wrapped (`{"data": [{...}]}`), not an
+    object the grammar takes written with a quoted name (GraphQL's `{ "x": 1.5 }`)."""
     text = deleted + rest
     starts = wrapped_values(text)
     inside = [at for at in starts if at > len(deleted)]
-    return [("", at - len(deleted)) for at in inside if not deleted or text[at] in "{["]
+    found: list[tuple[str, int | None]] = [
+        ("", at - len(deleted)) for at in inside if not deleted or text[at] in "{["
+    ]
+    if not deleted and before.rstrip()[-1:] in ("[", ","):
+        found += [(value, end) for value, end, _ in unwrapped_whole(rest)]
+    return found
 
 
 def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) -> Candidate:
@@ -149,6 +167,7 @@ def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) 
     enough) and leaves `tail` to read, with its cost and rank. `only`: the skip the insert goes
     with (None: any)."""
     insert = edit.insert
+    own = 0
     tag_edit = only is not None and moves_end_tag(removed, insert)
     deletes = only is not None and not insert  # a notation's whole span, deleted
     # A bare value quoted, or a quoted number unquoted: the API's own value either way.
@@ -167,6 +186,8 @@ def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) 
         cost = 2  # a JSON object's member deleted whole: a name and its value
     elif deletes and len(removed) in (starts := wrapped_values(removed + tail)):
         cost = 1 + starts.index(len(removed))  # a wrapper opened
+    elif whole := [c for v, end, c in unwrapped_whole(removed) if (v, end) == (insert, only)]:
+        cost, own = whole[0], len(insert)  # a wrapper read as its value
     elif quoted:
         cost = 1  # a bare value quoted (`10.0.0.2` too, taken for a number), or `"31"` bare
     else:
@@ -188,4 +209,4 @@ def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) 
     invented = 0 if tag_edit or quoted else len(insert) - common(removed, insert)
     unlike = 0 if tag_edit else unlike_classes(removed, insert)
     rank = (unlike, -(edit.skip + edit.fits), invented, loose, edit.back)
-    return Candidate(replace(edit, cost=cost), tail, rank)
+    return Candidate(replace(edit, cost=cost), tail, rank, own)

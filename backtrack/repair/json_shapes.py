@@ -64,6 +64,37 @@ def wrapped_values(rest: str) -> list[int]:
     return found
 
 
+def unwrapped_whole(rest: str) -> list[tuple[str, int, int]]:
+    """When the draft goes on with a whole object or array (complete in `rest`) where the grammar
+    wants a plain value, each of its first plain values (a string, a number, a literal: as
+    `wrapped_values` finds them) to put in place of all of it: (the value's text, the wrapper's
+    length, the cost). For an array's item (`[{"name": "Dune", "year": 1965}]` for a list of
+    titles), whose wrapper's other members have no object around to be read into."""
+    end = wrapper_end(rest)
+    if end is None:
+        return []
+    found = []
+    for index, start in enumerate(wrapped_values(rest)):
+        try:
+            value, stop = _DECODER.raw_decode(rest, start)
+        except ValueError:
+            continue
+        if not isinstance(value, (dict, list)):
+            found.append((rest[start:stop], end, 1 + index))
+    return found
+
+
+def wrapper_end(rest: str) -> int | None:
+    """The length of the whole JSON object or array the draft goes on with; None where it does
+    not start with one, or where it has not ended in `rest`."""
+    if rest[:1] not in ("{", "["):
+        return None
+    try:
+        return _DECODER.raw_decode(rest)[1]
+    except ValueError:
+        return None
+
+
 def _past_blanks(text: str, at: int) -> int:
     return len(text) - len(text[at:].lstrip())
 

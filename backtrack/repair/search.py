@@ -128,11 +128,11 @@ def _best(
     was_free = checker.in_free_text()
     found = candidates(checker, committed, rest, floor, limits)
     found.sort(key=lambda c: (c.edit.cost, c.rank))
-    direct = [c for c in found if c.edit.fits >= min(max(need, 1), len(c.tail))]
+    direct = [c for c in found if c.reads(need)]
     best = _best_direct(checker, committed, direct, final=final, was_free=was_free, ties=ties)
     if depth < _MAX_DEPTH:
         tried = 0
-        for c in (c for c in found if c.edit.fits < min(max(need, 1), len(c.tail))):
+        for c in (c for c in found if not c.reads(need)):
             if tried >= (_LOOK_AHEAD if depth == 0 else 1) or budget[0] <= 0:
                 break
             if best is not None and c.edit.cost > best[1][0]:

@@ -12,28 +12,25 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from backtrack.repair.restart import Restart
+from backtrack.repair.json_shapes import wrapper_end
 from backtrack.repair.search import Prefer, search
-from backtrack.run.answer_start import AnswerStart, commentary, spoken
+from backtrack.run.answer_start import AnswerStart, commentary
 from backtrack.run.early_slip import answer_offset
 from backtrack.run.fence import ClosingFence
 from backtrack.run.output import REPAIR_LIMITS
+from backtrack.run.read_ahead import ReadAhead
 from backtrack.run.reasoning import ReasoningBlock
 from backtrack.run.trailing import (
-    LINE_MORE,
     READ_ON_LIMITS,
     answer_ended,
     is_trailing,
     prose_lines_after,
     reads_on,
     reads_on_after_edits,
-    through_line,
 )
-from backtrack.trace.record import DropReason, Repair
-from providers.align import FENCE_OPENING
+from backtrack.trace.record import Repair
 
 if TYPE_CHECKING:
     from backtrack.run.options import GuideOptions
@@ -50,71 +47,6 @@ _CROWDED_WITHIN = 16
 # function drafter knows no token budget, and one that never ends must not grow without bound.
 # Generous: a real token is rarely longer than 16 characters.
 MAX_CHARS_PER_TOKEN = 32
-
-
-@dataclass
-class _ReadAhead:
-    """After a cut: the reply read on, to find a repair in. Where the cut came before the round
-    added anything to the answer (`fresh`), the reply may open with a remark (`Sure! Here is the
-    rest:`, `This is a continuation of the previous message.`) or start the answer over
-    (`restart`): it is read on until its first line has ended, or enough has arrived to tell."""
-
-    fresh: bool = False
-    restart: Restart | None = None
-    pieces: list[str] = field(default_factory=list)
-    chars: int = 0
-    ink: int = 0  # the non-blank characters among them
-    lines: bool = False  # a line end has arrived
-    head: str = ""  # the first non-blank character
-    complete: bool = False  # cut at a complete point: read through the window's line
-
-    @classmethod
-    def after(cls, output: Output, begun: int) -> _ReadAhead:
-        """At a cut in the output's text, in a continuation that began at character `begun`."""
-        text = output.text
-        fresh = bool(text[:begun].strip()) and not text[begun:].strip()
-        restart = Restart.of(text[:begun]) if fresh else None
-        return cls(fresh, restart, complete=output.checker.complete)
-
-    def add(self, piece: str) -> None:
-        self.pieces.append(piece)
-        self.chars += len(piece)
-        self.ink += len(piece) - sum(map(str.isspace, piece))
-        self.lines = self.lines or "\n" in piece
-        self.head = self.head or piece.lstrip()[:1]
-
-    def waiting(self, window: int) -> bool:
-        """Whether to read on before deciding: a repair's `window` has not arrived yet, or, after
-        a complete text, the line it ends in (more document or commentary: `reads_on`), or not
-        enough to tell a remark or a restart."""
-        remark = self.head.isalpha() or self.head == "`"
-        if self.fresh and remark and not self.lines and self.chars < _MAX_REMARK:
-            return True
-        if self.restart is not None:
-            if self.restart.hopeless(self.head):
-                self.restart = None
-            elif not self.restart.enough(self.ink):
-                return True
-        if self.complete and self.chars >= window:
-            arrived = "".join(self.pieces)
-            return through_line(arrived, window) == arrived and self.chars < window + LINE_MORE
-        return self.chars < window
-
-    def opening(self, rest: str) -> tuple[int, DropReason] | None:
-        """What the reply opens with before its continuation, and why it goes: a first line
-        that is a remark about the text or a code fence's opening, or a repeat of the answer
-        (None: none of them)."""
-        line, newline, _ = rest.partition("\n")
-        if self.fresh and newline and len(line) < _MAX_REMARK:
-            if spoken(line):
-                return len(line) + 1, "preamble"
-            if FENCE_OPENING.fullmatch(line + newline):
-                return len(line) + 1, "fence"
-        repeated = self.restart.end(rest) if self.restart is not None else None
-        return None if repeated is None else (repeated, "repeat")
-
-
-_MAX_REMARK = 240  # characters of a continuation's first line that may be a remark
 
 
 class DraftReader:
@@ -153,11 +85,9 @@ class DraftReader:
         self.read = 0  # characters received this round
         # Over its character budget, the run's time or the target's context: it ends as "length".
         self.over_budget = False
-        self.read_ahead: _ReadAhead | None = None  # after a cut, while a repair is looked for
-        # Where a code fence the reply opened closes, and the reply from there on (the answer
-        # ended there).
-        self.fence: ClosingFence | None = None
-        self.closing: str | None = None
+        self.read_ahead: ReadAhead | None = None  # after a cut, while a repair is looked for
+        self.fence: ClosingFence | None = None  # a code fence the reply opened, which closes it
+        self.closing: str | None = None  # the reply from the closing fence on (the answer ended)
         self.closed_early = False  # the stream was closed at a cut or a closing fence (`finish`)
 
     # -- the reply, chunk by chunk --------------------------------------------------------------
@@ -295,7 +225,7 @@ class DraftReader:
         # Text that only looks like commentary (a word after a blank, a new line) is read on for
         # a repair's window: what fits after the best repair tells (`_repair`).
         if self._may_repair() and not answer_ended(checker, rest, self.grammar):
-            self.read_ahead = _ReadAhead.after(self.output, self.begun)
+            self.read_ahead = ReadAhead.after(self.output, self.begun)
             self.read_ahead.add(rest)
             return self._repair_when_read()
         self._end_at_cut(rest)
@@ -333,17 +263,19 @@ class DraftReader:
         checker = self.output.checker
         opening = ahead.opening(rest) if ahead else None
         if opening is not None:  # a remark or a repeat before the continuation: read on after
-            self.output.drop(rest[: opening[0]], opening[1])
-            checker.rollback(checker.chars)  # no longer at the cut
+            taken = ahead.taken if ahead and opening[1] == "repeat" else ""
+            self.accepted -= len(taken)
+            self.output.unread(checker.chars - len(taken))  # no longer at the cut
+            self.output.drop(taken + rest[: opening[0]], opening[1])
             return self._take(rest[opening[0] :])
-        window = rest[: self.options.repair_window]
+        # A JSON object or array at the cut is read whole: it may be a value wrapped.
+        window = rest[: max(self.options.repair_window, wrapper_end(rest) or 0)]
         start = prose_lines_after(self.output, rest, final=final)
         if start is not None:  # commentary after the answer: the draft ends where it starts
-            text = self.output.text
-            self.output.log.retract(len(text) - start, shown=False)
-            checker.rollback(start)
-            self.accepted -= len(text) - start
-            self._end_at_cut(text[start:] + rest)
+            after = self.output.text[start:]
+            self.accepted -= len(after)
+            self.output.unread(start)
+            self._end_at_cut(after + rest)
             return False
         edit = None
         # Commentary after a complete text is more document where edits let it read on.

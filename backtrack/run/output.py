@@ -69,6 +69,13 @@ class Output:
         self.checker.rollback(at)
         self.edit_end = min(self.edit_end, at)
 
+    def unread(self, start: int) -> None:
+        """The text from character `start` on was not answer after all: it leaves the output and
+        the trace (the caller shows it as dropped), and the checker is no longer at a cut."""
+        if start < self.checker.chars:
+            self.log.retract(self.checker.chars - start, shown=False)
+        self.checker.rollback(start)
+
     def delete(self, start: int, end: int) -> None:
         """Characters `start` to `end` go (shown as deleted), and the text after them is read
         again: it must fit where they were."""

@@ -1226,6 +1226,27 @@ def test_a_reply_that_starts_the_answer_over_is_read_on_after_the_repeat(chunk: 
     assert [(d.reason, d.text) for d in result.drops] == [("repeat", again[:-12] + "quant")]
 
 
+@pytest.mark.parametrize("chunk", [0, 1, 3])
+def test_a_restart_whose_first_characters_fit_where_the_answer_was_left_is_a_repeat(
+    chunk: int,
+) -> None:
+    """The answer was left inside a string (`"john@example.`, SmolLM2 through llama.cpp on an
+    invoice): the restart's `{` fits there as text, and the cut comes at its line end. It is a
+    repeat all the same, `{` with it. Before, the restart was read into the string, its quotes
+    escaped, and the local model wrote the rest of the invoice (3 calls, 507 local tokens)."""
+    head = '{\n    "name": "Ann",\n    "email": "ann@example.'
+    again = '{\n    "name": "Ann",\n    "email": "ann@example.com"\n}'
+    email = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "email": {"type": "string"}},
+    }
+    api = ScriptedAPI("", drafts=[head, again], chunk=chunk)
+    result = run(api, email | {"required": ["name", "email"]}, ScriptedTarget(), stream=chunk > 0)
+    assert result.text == again
+    assert (result.api_calls, result.corrections, result.lost_chars) == (2, 0, 0)
+    assert [(d.reason, d.text) for d in result.drops] == [("repeat", head)]
+
+
 def test_a_reply_unlike_the_answer_is_no_restart() -> None:
     """A reply whose text differs from the answer's in more than a tenth of it is no repeat: it
     is cut and repaired as ever (here its opening brace skipped)."""

@@ -13,7 +13,7 @@ import pytest
 
 import providers
 from backtrack import Grammar, guide
-from backtrack.repair.json_shapes import renames_key, wrapped_values
+from backtrack.repair.json_shapes import renames_key, unwrapped_whole, wrapped_values
 from tests.support.scripted import ScriptedAPI, ScriptedTarget
 
 S, INT, NUM = {"type": "string"}, {"type": "integer"}, {"type": "number"}
@@ -102,6 +102,22 @@ def test_a_key_unlike_the_schema_keys_goes_with_its_value() -> None:
     assert _repaired(CONCERT, misspelt) == MEANT
 
 
+STUDENT = _object(name=S, courses={"type": "array", "items": S}, gpa=NUM)
+
+
+@pytest.mark.parametrize("other", ['"gpa": 3.9', '"classroom_level": 4'], ids=["key", "unlike"])
+def test_objects_where_a_list_of_strings_goes_give_their_values(other: str) -> None:
+    """Each item's first value stands in for the whole item, whose other members go with it,
+    whatever their names: there is no object around an array's item to read them into (SmolLM2
+    through llama.cpp, a student's courses). Before, the second member's key was kept as an
+    item (`"Dune", "gpa"`), and the `:` after it was a cut for the target."""
+    items = ",\n".join(
+        f'    {{\n      "name": "{name}",\n      {other}\n    }}' for name in ("Dune", "Emma")
+    )
+    draft = f'{{\n  "name": "Ann",\n  "courses": [\n{items}\n  ],\n  "gpa": 3.2\n}}'
+    assert _repaired(STUDENT, draft) == {"name": "Ann", "courses": ["Dune", "Emma"], "gpa": 3.2}
+
+
 PERSON = _object(name=S, age=INT, city=S)
 ANN = {"name": "Ann", "age": 31, "city": "Oslo"}
 
@@ -158,6 +174,13 @@ def test_wrapped_values_are_the_first_values_of_an_object_or_array() -> None:
     assert wrapped_values('{"id": 1') == [7]  # its end has not arrived: the first value only
     assert wrapped_values('"a"') == wrapped_values("{}") == wrapped_values("{") == []
     assert wrapped_values('{"data": [{"a": 1}]}') == [9, 10]  # the list, then its first item
+
+
+def test_unwrapped_whole_gives_the_plain_values_of_a_whole_wrapper() -> None:
+    text = '{"id": 1, "tags": ["a"], "name": "Ann"}, 7'
+    assert unwrapped_whole(text) == [("1", 39, 1), ('"a"', 39, 3)]  # the first three starts
+    assert unwrapped_whole('{"id": 1, "name": "Ann"') == []  # its end has not arrived
+    assert unwrapped_whole('"a"') == unwrapped_whole("{}") == []
 
 
 def test_renames_key_only_for_a_key_unlike_the_schema_one() -> None:

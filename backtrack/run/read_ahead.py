@@ -1,0 +1,99 @@
+"""After a cut in a draft round: the reply read on before a repair is looked for (backtrack.run.
+draft), and what it opens with that is not the answer's continuation: a remark, a code fence's
+opening, or the answer started over (backtrack.repair.restart)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from backtrack.repair.json_shapes import wrapper_end
+from backtrack.repair.restart import Restart
+from backtrack.run.answer_start import spoken
+from backtrack.run.trailing import LINE_MORE, through_line
+from providers.align import FENCE_OPENING
+
+if TYPE_CHECKING:
+    from backtrack.run.output import Output
+    from backtrack.trace.record import DropReason
+
+
+@dataclass
+class ReadAhead:
+    """After a cut: the reply read on, to find a repair in. Where the cut came before the round
+    added anything to the answer (`fresh`), the reply may open with a remark (`Sure! Here is the
+    rest:`, `This is a continuation of the previous message.`) or start the answer over
+    (`restart`): it is read on until its first line has ended, or enough has arrived to tell.
+    A restart may have begun before the cut: the round's first characters (`taken`, a few, on
+    one line) fitted where the answer was left (`{` in a string a correction left open)."""
+
+    fresh: bool = False
+    restart: Restart | None = None
+    taken: str = ""
+    pieces: list[str] = field(default_factory=list)
+    chars: int = 0
+    ink: int = 0  # the non-blank characters among them
+    lines: bool = False  # a line end has arrived
+    head: str = ""  # the first non-blank character
+    complete: bool = False  # cut at a complete point: read through the window's line
+
+    @classmethod
+    def after(cls, output: Output, begun: int) -> ReadAhead:
+        """At a cut in the output's text, in a continuation that began at character `begun`."""
+        text = output.text
+        answer, taken = text[:begun].strip(), text[begun:]
+        fresh = bool(answer) and not taken.strip()
+        begins = len(taken) <= _RESTART_TAKEN and "\n" not in taken  # a restart may begin so
+        ahead = cls(fresh, Restart.of(text[:begun]) if answer and begins else None)
+        ahead.complete = output.checker.complete
+        if ahead.restart is not None and not fresh:
+            ahead.taken, ahead.head = taken, taken.lstrip()[:1]
+            ahead.ink = len(taken) - sum(map(str.isspace, taken))
+        return ahead
+
+    def add(self, piece: str) -> None:
+        self.pieces.append(piece)
+        self.chars += len(piece)
+        self.ink += len(piece) - sum(map(str.isspace, piece))
+        self.lines = self.lines or "\n" in piece
+        self.head = self.head or piece.lstrip()[:1]
+
+    def waiting(self, window: int) -> bool:
+        """Whether to read on before deciding: a repair's `window` has not arrived yet, or, after
+        a complete text, the line it ends in (more document or commentary: `reads_on`), or a
+        JSON object or array at the cut to its end (a value wrapped: `unwrapped_whole`), or
+        not enough to tell a remark or a restart."""
+        remark = self.head.isalpha() or self.head == "`"
+        if self.fresh and remark and not self.lines and self.chars < _MAX_REMARK:
+            return True
+        if self.restart is not None:
+            if self.restart.hopeless(self.head):
+                self.restart = None
+            elif not self.restart.enough(self.ink):
+                return True
+        arrived = "".join(self.pieces)
+        if self.complete and self.chars >= window:
+            return through_line(arrived, window) == arrived and self.chars < window + LINE_MORE
+        return self.chars < window or (
+            arrived[:1] in ("{", "[")
+            and self.chars < window + LINE_MORE
+            and wrapper_end(arrived) is None
+        )
+
+    def opening(self, rest: str) -> tuple[int, DropReason] | None:
+        """What the reply opens with before its continuation, and why it goes: a first line
+        that is a remark about the text or a code fence's opening, or a repeat of the answer
+        (None: none of them)."""
+        line, newline, _ = rest.partition("\n")
+        if self.fresh and newline and len(line) < _MAX_REMARK:
+            if spoken(line):
+                return len(line) + 1, "preamble"
+            if FENCE_OPENING.fullmatch(line + newline):
+                return len(line) + 1, "fence"
+        if self.restart is None or (repeated := self.restart.end(self.taken + rest)) is None:
+            return None
+        return repeated - len(self.taken), "repeat"  # with `taken`, which goes too
+
+
+_MAX_REMARK = 240  # characters of a continuation's first line that may be a remark
+_RESTART_TAKEN = 8  # characters of a round, at most, that a restart of the answer began with
