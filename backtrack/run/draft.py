@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# At most this many repairs within this many characters of a draft (see DraftReader._may_repair).
+# At most this many repairs within this many characters of a draft (see `crowded`).
 _CROWDED_REPAIRS = 3
 _CROWDED_WITHIN = 16
 
@@ -125,7 +125,8 @@ class DraftReader:
         if self.seeker is not None:
             self._seek_start(self.seeker.finish(), final=True)
         if self.fence is not None and self.closing is None:
-            self._take(self.fence.flush())  # no closing fence: what was kept back is text
+            held, self.closing = self.fence.flush()  # what was kept back, or a glued fence
+            self._take(held)
         reason = "stop" if self.closing is not None else finish_reason
         while self.read_ahead is not None:  # the reply ended while a repair was being read for
             self._repair(final=reason == "stop")
@@ -238,14 +239,11 @@ class DraftReader:
     # -- repairs --------------------------------------------------------------------------------
 
     def _may_repair(self) -> bool:
-        """Repairs are on, within budget, and not crowding: a draft that needs an edit every few
-        characters is not slipping but writing something else (prose where JSON goes), which an
-        edit per word would only blank out."""
+        """Repairs are on, within budget, and not crowding (`crowded`)."""
         made = self._repairs_before + len(self.repairs)
         if self.options.repair_window == 0 or made >= self.options.max_repairs:
             return False
-        near = self.output.chars - _CROWDED_WITHIN
-        return sum(1 for r in self.repairs if r.at >= near) < _CROWDED_REPAIRS
+        return not crowded(self.repairs, self.output.chars)
 
     def _repair_when_read(self) -> bool:
         """Once a window of the draft past the cut has arrived, look for a repair; where the
@@ -299,6 +297,15 @@ class DraftReader:
             return False
         self.repairs.append(self.output.make(edit))
         return self._take(rest[edit.skip :])
+
+
+def crowded(repairs: list[Repair], chars: int) -> bool:
+    """Whether the draft's repairs crowd its end (`_CROWDED_REPAIRS` within `_CROWDED_WITHIN`
+    characters of `chars`): a draft that needs an edit every few characters is not slipping but
+    writing something else (prose where JSON goes), which an edit per word would only blank
+    out."""
+    near = chars - _CROWDED_WITHIN
+    return sum(1 for r in repairs if r.at >= near) >= _CROWDED_REPAIRS
 
 
 def preamble_limit(options: GuideOptions) -> int:

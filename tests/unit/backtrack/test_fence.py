@@ -2,7 +2,8 @@
 are dropped as trailing, whatever the grammar would take of them, and wherever the reply was split
 into chunks. The line break before the fence goes with it where the grammar takes an empty line
 there (Python); where it takes none (CSV: an empty line is no record), it ends the last row and
-stays. A fence is closing only in a reply that opened one, and only at a line start."""
+stays. A fence is closing only in a reply that opened one, and only at a line start or glued to
+the end of a line."""
 
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ FENCED = {
     "python": (PYTHON, f"```python\n{ASSIGN}\n```", ASSIGN + "\n"),  # CommonMark: the content
     "python-prose-after": (PYTHON, f"Sure:\n```python\n{ASSIGN}\n```\nDone.", ASSIGN + "\n"),
     "json-backticks-in-a-string": (JSON, '```json\n{"a": "```"}\n```\nok', '{"a": "```"}'),
+    # a weak model's fence, glued to the last line (SmolLM2: `...even_numbers))})````)
+    "python-glued": (PYTHON, f"```python\n{ASSIGN}```", ASSIGN),
+    "python-glued-prose-after": (PYTHON, f"```python\n{ASSIGN}```\nIt doubles each.", ASSIGN),
 }
 CHUNKS = [1, 2, 3, 0]  # 0: the reply whole, not streamed
 
@@ -106,6 +110,16 @@ def test_an_answer_not_complete_at_its_closing_fence_is_continued_by_the_api() -
     ]
 
 
+@pytest.mark.parametrize("chunk", CHUNKS, ids=lambda n: f"chunk{n}" if n else "whole")
+def test_a_fence_glued_to_an_open_string_ends_the_answer_there(chunk: int) -> None:
+    """SmolLM2 left a string open and glued its closing fence to it (`...even_numbers))})````).
+    Before, the fence was read into the string, and the API's continuation followed it there."""
+    api = ScriptedAPI('print("evens', drafts=['```python\nprint("evens```', '")'], chunk=chunk)
+    drafter = providers.FunctionDrafter(api.stream if chunk else api)
+    result = guide(drafter, PYTHON, prompt="p", target=ScriptedTarget(), max_corrections=0)
+    assert (result.text, result.valid, result.api_calls) == ('print("evens")', True, 2)
+
+
 @pytest.mark.parametrize("size", [1, 2, 3, 100])
 def test_a_fence_the_drafters_alignment_stripped_opens_the_answer(size: int) -> None:
     loop = GuideLoop(CSV, "p", GuideOptions())
@@ -157,6 +171,9 @@ SPLITS = [
     "a\r\n```",
     'x = "```"\n',
     "\n\n``",
+    "print(x)```",
+    "print(x)``` \nIt prints x.",
+    "a = `b`\nc = 1``",
 ]
 
 
@@ -165,7 +182,9 @@ SPLITS = [
 def test_where_a_reply_is_split_does_not_move_its_closing_fence(text: str, size: int) -> None:
     whole = ClosingFence(line_start=True)
     answer, closing = whole.split(text)
-    answer += whole.flush() if closing is None else ""
+    if closing is None:
+        held, closing = whole.flush()
+        answer += held
     fence = ClosingFence(line_start=True)
     parts: list[str] = []
     found: str | None = None
@@ -176,6 +195,7 @@ def test_where_a_reply_is_split_does_not_move_its_closing_fence(text: str, size:
             found += text[i + size :]
             break
     else:
-        parts.append(fence.flush())
+        held, found = fence.flush()
+        parts.append(held)
     assert ("".join(parts), found) == (answer, closing)
     assert answer + (closing or "") == text
