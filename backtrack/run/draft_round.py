@@ -88,8 +88,9 @@ class DraftRound:
         character while the text is not complete (a 200 reply with no content): a provider fault,
         retried from the committed text like a dropped connection, not a drafter that has
         finished. A drafter function that returns nothing has finished (`stream.finished` is the
-        provider's word, and only API streams carry it)."""
-        if not self.reader.received_nothing or self.output.checker.complete:
+        provider's word, and only API streams carry it). A reply that wrote the committed text
+        again (`stream.stripped`) and stopped is no fault either: asked again, it says the same."""
+        if not self.reader.received_nothing or self.output.checker.complete or stream.stripped:
             return None
         if not stream.finished or stream.finish_reason not in ("stop", "length"):
             return None

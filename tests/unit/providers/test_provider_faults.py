@@ -290,6 +290,26 @@ def test_an_api_that_keeps_replying_nothing_has_stopped_and_the_target_writes_on
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_an_api_that_writes_its_answer_again_and_stops_is_not_asked_again(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    """Asked to go on from an answer it stopped short of finishing, the API writes the answer
+    again and stops (SmolLM2 through llama.cpp, a Python answer with a string left open). That
+    reply is no fault to retry: the API has said all it means to, and the text is closed where
+    it stopped (`close_up`), with no call to the target. Before, it was taken for an empty reply
+    and asked twice more (8 s each there), and the target wrote on."""
+    doc = DOCS[0]
+    half = doc.index(",")  # not after a blank, which a prefill leaves out (the API writes it)
+    server = server_of(kind, request)
+    server.responder = lambda body: text(doc[:half])
+    drafter = drafter_of(kind, client_of(kind, request))
+    result = guide(drafter, "json", prompt=PROMPT, target=ScriptedTarget(), max_attempts=3)
+    assert (result.text, result.valid) == (doc[:half] + "}", True)
+    assert [r.ended for r in result.trace.rounds] == ["drafter_ended", "drafter_ended"]
+    assert result.api_calls == len(server.exchanges) == 2
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_an_api_that_replies_nothing_after_each_correction_gets_no_third_round(
     kind: str, request: pytest.FixtureRequest
 ) -> None:
