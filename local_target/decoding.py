@@ -34,7 +34,7 @@ import torch
 from local_target.errors import TargetError
 from local_target.head import Next
 from local_target.policy import DecodingPolicy, Until
-from local_target.repeats import deepest_indent, padding, repeated_block
+from local_target.repeats import deepest_indent, padding, repeated_block, repeated_shape
 from local_target.sampling import Sampling, choose
 from local_target.speculation import Cursor, TokenSequence
 from local_target.vocab import Vocabulary
@@ -243,10 +243,12 @@ class Correcting:
     def _refused(self) -> torch.Tensor | None:
         """Tokens not to choose (None: none): blanks past max_blank_run, a loop's next copy."""
         refused = self.vocab.blanks if self._padding() else None
+        again = None
         if (block := repeated_block(self.new, self.policy.max_repeats)) is not None:
             again = self.vocab.healing_mask(block)  # the block's starts, and tokens past it
-            refused = again if refused is None else refused | again
-        return refused
+        elif (start := repeated_shape(self.new, self.policy.max_repeats)) is not None:
+            again = self.vocab.ink_mask(start)  # the same, blanks in tokens left out
+        return again if refused is None else refused if again is None else refused | again
 
     def _mid_char(self) -> bool:
         return incomplete_utf8(self.new)

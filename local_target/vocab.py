@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from local_target.errors import TargetError
+from local_target.repeats import ink
 
 _CLOSERS = b"\"')]};"
 
@@ -32,15 +33,9 @@ class Vocabulary:
         self.eos = int(self.ll.eos_token)
         self.token_bytes: list[bytes] = [self.ll.decode_bytes([i]) for i in range(n_logits)]
         self.special = {i for i in range(n_logits) if self.ll.is_special_token(i)}
-        # Sorted (bytes, id) of ordinary tokens: those starting with some bytes form one range.
-        self._sorted = sorted(
-            (b, i) for i, b in enumerate(self.token_bytes) if b and i not in self.special
-        )
-        self._keys = [b for b, _ in self._sorted]
-        # Several tokens may share bytes (sentencepiece 'r' and its byte fallback <0x72>).
-        self._by_bytes: dict[bytes, list[int]] = {}
-        for b, i in self._sorted:
-            self._by_bytes.setdefault(b, []).append(i)
+        ordinary = [(b, i) for i, b in enumerate(self.token_bytes) if b and i not in self.special]
+        self._bytes = _Prefixes(ordinary)
+        self._ink: _Prefixes | None = None  # the same, by their bytes but blanks (`ink_mask`)
         # Tokens that only close something (quotes, brackets, a statement), and EOS.
         closing = [
             i
@@ -69,14 +64,15 @@ class Vocabulary:
 
     def healing_mask(self, pending: bytes) -> torch.Tensor:
         """Tokens whose bytes start with `pending`, or are a non-empty prefix of it."""
-        mask = torch.zeros(self.n_logits, dtype=torch.bool)
-        lo = bisect.bisect_left(self._keys, pending)
-        hi = bisect.bisect_left(self._keys, pending + b"\xff" * 8)
-        ids = [i for _, i in self._sorted[lo:hi]]
-        for k in range(1, len(pending)):
-            ids += self._by_bytes.get(pending[:k], [])
-        mask[ids] = True
-        return mask
+        return self._bytes.mask(pending, self.n_logits)
+
+    def ink_mask(self, start: bytes) -> torch.Tensor:
+        """Tokens whose bytes but blanks start with `start`, or are a non-empty prefix of it
+        (`, "` for `,"`; tokens of blanks alone are not among them)."""
+        if self._ink is None:
+            pairs = [(ink(b), i) for b, i in self._bytes.pairs]
+            self._ink = _Prefixes([(k, i) for k, i in pairs if k])
+        return self._ink.mask(start, self.n_logits)
 
     def grammar_mask(self, matcher: llguidance.LLMatcher) -> torch.Tensor:
         """The tokens `matcher` allows next, as a bool tensor over `n_logits`."""
@@ -87,3 +83,27 @@ class Vocabulary:
         bits = np.frombuffer(matcher.compute_bitmask(), dtype=np.uint8)
         allowed = np.unpackbits(bits, bitorder="little")[: self.n_logits]
         return torch.from_numpy(allowed.astype(bool))
+
+
+class _Prefixes:
+    """Tokens by a key of bytes each (sorted: those whose key starts with some bytes form one
+    range), for masks of the tokens whose key starts a text or that the text starts."""
+
+    def __init__(self, pairs: list[tuple[bytes, int]]) -> None:
+        self.pairs = sorted(pairs)
+        self._keys = [k for k, _ in self.pairs]
+        # Several tokens may share bytes (sentencepiece 'r' and its byte fallback <0x72>).
+        self._by_key: dict[bytes, list[int]] = {}
+        for k, i in self.pairs:
+            self._by_key.setdefault(k, []).append(i)
+
+    def mask(self, text: bytes, size: int) -> torch.Tensor:
+        """Tokens whose key starts with `text`, or is a non-empty prefix of it."""
+        mask = torch.zeros(size, dtype=torch.bool)
+        lo = bisect.bisect_left(self._keys, text)
+        hi = bisect.bisect_left(self._keys, text + b"\xff" * 8)
+        ids = [i for _, i in self.pairs[lo:hi]]
+        for k in range(1, len(text)):
+            ids += self._by_key.get(text[:k], [])
+        mask[ids] = True
+        return mask

@@ -11,7 +11,7 @@ import tests.support.tokenizer_fixtures as tf
 from grammars.grammar import Grammar
 from local_target import DecodingPolicy, LocalTarget
 from local_target.policy import DEFAULT_POLICY
-from local_target.repeats import repeated_block
+from local_target.repeats import repeated_block, repeated_shape
 from tests.support.local_targets import TARGET_IDS, TARGETS, real_tokenizer
 
 JSON = Grammar.load("json")
@@ -27,11 +27,38 @@ def test_the_block_one_more_copy_would_begin_with() -> None:
     assert repeated_block(b"x, " + b"ab" * 40, 4) == b"abababab"  # a shorter block, as 8 bytes
 
 
-def tiny(name: str) -> LocalTarget:
-    """A tiny untrained model on a real tokenizer: left alone, it loops (`188188188...`)."""
+def test_copies_that_differ_in_blanks_and_numbers_only_are_a_loop_too() -> None:
+    """SmolLM2 completing a playlist wrote `"title": "SongList"` 40 times, indented 4 to 6; and
+    an invoice's lines, counting `"qty"` from 1 to 15: one more copy begins with the non-blank
+    bytes before its first number."""
+    title = b"".join(b",\n" + b" " * (4 + n % 3) + b'"title": "SongList"' for n in range(4))
+    assert repeated_block(title, 4) is None
+    assert repeated_shape(title, 4) == b',"title":"SongList"'
+    line = b'{\n  "sku": "A12",\n  "qty": %d\n},\n'
+    assert repeated_shape(b"[" + b"".join(line % n for n in range(8, 12)), 4) == b'{"sku":"A'
+    assert repeated_shape(b"[" + b"".join(line % n for n in range(8, 11)), 4) is None
+    assert repeated_shape(b"[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, ", 4) is None  # numbers
+    assert repeated_shape(b"".join(b"%d,%d\n" % (n, n * n) for n in range(30)), 4) is None
+    assert repeated_shape(b'"a": "x", "b": "y", "c": "z", "d": "w", ', 4) is None  # not alike
+
+
+def test_the_next_copy_is_refused_whatever_blanks_its_tokens_hold() -> None:
+    vocab = LocalTarget(*_tiny_parts()).vocab
+    refused = vocab.ink_mask(b',"title"')
+    tokens = {vocab.token_bytes[i] for i in refused.nonzero().flatten().tolist()}
+    assert {b",", b" ,", b',"', b"title"} & tokens == {b",", b" ,", b',"'}  # GPT-2's
+    assert not any(t.strip() == b"" for t in tokens)  # blanks alone: `padding`'s to refuse
+
+
+def _tiny_parts(name: str = TARGET_IDS[0]) -> tuple[object, object]:
     tok_name, arch, extra = TARGETS[name]
     tok = real_tokenizer(tok_name)
-    return LocalTarget(tf.tiny_model(arch, tok, extra_rows=extra, seed=1), tok)
+    return tf.tiny_model(arch, tok, extra_rows=extra, seed=1), tok
+
+
+def tiny(name: str) -> LocalTarget:
+    """A tiny untrained model on a real tokenizer: left alone, it loops (`188188188...`)."""
+    return LocalTarget(*_tiny_parts(name))
 
 
 def loops(text: str, copies: int) -> bool:
