@@ -47,8 +47,22 @@ class Restart:
     def end(self, reply: str) -> int | None:
         """Where the reply's text after its repeat of the answer starts (right after the
         repeat's last non-blank character); None where the reply does not repeat the answer."""
+        best = self._aligned(reply)[0]
+        return None if best is None else best[1] + 1
+
+    def within(self, reply: str) -> bool:
+        """Whether the whole of a reply that has ended repeats the answer's start (at least
+        `MIN_INK` non-blank characters of it, within the slack): it stopped before where the
+        answer ends, and says nothing new (the answer again, short of what the local model
+        added)."""
+        ink = len(reply) - sum(map(str.isspace, reply))
+        return ink >= MIN_INK and self._aligned(reply)[1]
+
+    def _aligned(self, reply: str) -> tuple[tuple[int, int] | None, bool]:
+        """The best repeat of the whole answer in the reply, as (distance, offset of its last
+        character), or None; and whether all of the reply aligns with a start of the answer."""
         if self.hopeless(reply):
-            return None
+            return None, False
         offsets = [i for i, char in enumerate(reply) if not char.isspace()]
         ink, slack, size = self.ink, self.slack, len(self.ink)
         # row[i]: the distance between ink[:i] and the reply's first j non-blank characters,
@@ -59,7 +73,7 @@ class Restart:
         for j, at in enumerate(offsets, start=1):
             low, high = max(1, j - slack), min(size, j + slack)
             if low > high:  # past the answer's end by more than the slack
-                break
+                return best, False
             diagonal = row[low - 1]
             left = far
             if low == 1:
@@ -71,5 +85,5 @@ class Restart:
             if high == size and row[size] <= slack and (best is None or row[size] < best[0]):
                 best = (row[size], at)
             if min(row[low : high + 1]) > slack:
-                break
-        return None if best is None else best[1] + 1
+                return best, False
+        return best, bool(offsets)

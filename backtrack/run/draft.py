@@ -259,7 +259,7 @@ class DraftReader:
         ahead, self.read_ahead = self.read_ahead, None
         rest = "".join(ahead.pieces if ahead else ())
         checker = self.output.checker
-        opening = ahead.opening(rest) if ahead else None
+        opening = ahead.opening(rest, final=final) if ahead else None
         if opening is not None:  # a remark or a repeat before the continuation: read on after
             taken = ahead.taken if ahead and opening[1] == "repeat" else ""
             self.accepted -= len(taken)

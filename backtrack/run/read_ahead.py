@@ -80,19 +80,23 @@ class ReadAhead:
             and wrapper_end(arrived) is None
         )
 
-    def opening(self, rest: str) -> tuple[int, DropReason] | None:
+    def opening(self, rest: str, *, final: bool) -> tuple[int, DropReason] | None:
         """What the reply opens with before its continuation, and why it goes: a first line
         that is a remark about the text or a code fence's opening, or a repeat of the answer
-        (None: none of them)."""
+        (all of it; or, in a reply that ended there, `final`, a start of it: then the whole
+        reply). None: none of them."""
         line, newline, _ = rest.partition("\n")
         if self.fresh and newline and len(line) < _MAX_REMARK:
             if spoken(line):
                 return len(line) + 1, "preamble"
             if FENCE_OPENING.fullmatch(line + newline):
                 return len(line) + 1, "fence"
-        if self.restart is None or (repeated := self.restart.end(self.taken + rest)) is None:
+        if self.restart is None:
             return None
-        return repeated - len(self.taken), "repeat"  # with `taken`, which goes too
+        repeated = self.restart.end(self.taken + rest)
+        if repeated is None and final and self.restart.within(self.taken + rest):
+            repeated = len(self.taken + rest)  # the answer's start again, and the reply ended
+        return None if repeated is None else (repeated - len(self.taken), "repeat")
 
 
 _MAX_REMARK = 240  # characters of a continuation's first line that may be a remark

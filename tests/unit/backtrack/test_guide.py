@@ -1247,6 +1247,20 @@ def test_a_restart_whose_first_characters_fit_where_the_answer_was_left_is_a_rep
     assert [(d.reason, d.text) for d in result.drops] == [("repeat", head)]
 
 
+def test_a_reply_that_repeats_only_the_answers_start_and_stops_says_nothing_new() -> None:
+    """Asked to go on, the API writes the answer again up to where it wrote it before, short of
+    what the local model added, and stops (SmolLM2 through llama.cpp, a podcast's `"topics":`).
+    All of it is a repeat. Before, it was read into the text as more answer (there, its `{`
+    made `[`, and its keys the topics)."""
+    head = '{\n    "order_id": "12345",\n    "quant'
+    again = '{\n    "order_id": 12345,\n'
+    api = ScriptedAPI("", drafts=[head, again])
+    result = run(api, ORDER, ScriptedTarget('ity": 2\n}'))
+    assert result.text == head + 'ity": 2\n}'
+    assert [(d.reason, d.text) for d in result.drops] == [("repeat", again)]
+    assert result.api_calls == 2
+
+
 def test_a_reply_unlike_the_answer_is_no_restart() -> None:
     """A reply whose text differs from the answer's in more than a tenth of it is no repeat: it
     is cut and repaired as ever (here its opening brace skipped)."""

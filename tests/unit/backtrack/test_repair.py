@@ -487,6 +487,15 @@ def test_a_restart_is_the_answer_again_within_a_tenth_of_its_characters() -> Non
     assert Restart.of("x" * (MAX_INK + 1)) is None  # too long to compare
 
 
+def test_within_is_a_whole_reply_that_repeats_a_start_of_the_answer() -> None:
+    restart = Restart.of('{\n    "order_id": "12345",\n    "quantity": 0')
+    assert restart is not None
+    assert restart.within('{"order_id": 12345, "q')  # 2 edits, blanks aside
+    assert not restart.within('{"order_id": 12345, "total": 9}')  # then something else
+    assert not restart.within('{"order_id": "1')  # too short to tell
+    assert not restart.within('{"order_id": "12345", "quantity": 0, "total": 1.2}')  # more
+
+
 def test_a_reply_longer_than_the_answer_and_its_slack_is_read_to_its_end() -> None:
     restart = Restart.of('{"order_id": "12345", "quant')
     assert restart is not None
