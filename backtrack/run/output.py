@@ -96,12 +96,16 @@ class Output:
         reread = edit.deleted if edit.deleted and edit.insert.endswith(edit.deleted) else ""
         self.log.retract(edit.back, shown=not reread)
         checker.rollback(at)
-        self.add(edit.skipped, "skipped")
+        # The API's own text, moved: a value read out of its wrapper, a number out of quotes.
+        moved = edit.skipped.find(edit.insert) if edit.insert and not edit.back else -1
+        self.add(edit.skipped[: max(0, moved)] if moved >= 0 else edit.skipped, "skipped")
         if checker.feed(edit.insert) != len(edit.insert):
             raise RuntimeError("a repair's inserted text does not fit where it was checked")
         inserted = edit.insert[: len(edit.insert) - len(reread)]
-        self.add(inserted, "edit")
+        self.add(inserted, "draft" if moved >= 0 else "edit")
         self.add(reread, "draft")
+        if moved >= 0:
+            self.add(edit.skipped[moved + len(edit.insert) :], "skipped")
         self.edit_end = checker.chars
         deleted = "" if reread else edit.deleted
         logger.debug(

@@ -118,6 +118,26 @@ def test_objects_where_a_list_of_strings_goes_give_their_values(other: str) -> N
     assert _repaired(STUDENT, draft) == {"name": "Ann", "courses": ["Dune", "Emma"], "gpa": 3.2}
 
 
+def test_a_value_read_out_of_its_wrapper_is_the_apis_own_text() -> None:
+    """The trace shows the value as the API's (draft) between the wrapper's skipped parts, and
+    `kept` counts it: it was moved, not written. Before, it was an edit, and `kept` fell to
+    0.16 on a real draft whose to-do items were read out of objects."""
+    draft = '{"name": "Ann", "courses": [{"name": "Dune", "gpa": 3.9}], "gpa": 3.2}'
+    api = ScriptedAPI(draft)
+    result = guide(providers.FunctionDrafter(api), STUDENT, prompt="p", target=ScriptedTarget())
+    spans = [(s.origin, s.text) for s in result.trace.spans]
+    assert spans[1:4] == [
+        ("skipped", '{"name": '),
+        ("draft", '"Dune"'),
+        ("skipped", ', "gpa": 3.9}'),
+    ]
+    assert "edit" not in {origin for origin, _ in spans}
+    wrapper = len('{"name":,"gpa":3.9}')
+    assert result.kept == (len(draft) - draft.count(" ") - wrapper) / (
+        len(draft) - draft.count(" ")
+    )
+
+
 PERSON = _object(name=S, age=INT, city=S)
 ANN = {"name": "Ann", "age": 31, "city": "Oslo"}
 
