@@ -142,7 +142,10 @@ def _inserts_after(
     member = json_member(deleted + rest)
     if member is not None and member > len(deleted):  # a key the grammar has no place for
         found.append(("", member - len(deleted)))
-    return found + _unwrapped(checker.text, deleted, rest)
+    return found + _unwrapped(checker.text[-_ITEM_CONTEXT:], deleted, rest)
+
+
+_ITEM_CONTEXT = 256  # characters before a cut that tell an array's item (its `[` or `,`, blanks)
 
 
 def _unwrapped(before: str, deleted: str, rest: str) -> list[tuple[str, int | None]]:

@@ -43,7 +43,10 @@ class ReadAhead:
         text = output.text
         answer, taken = text[:begun].strip(), text[begun:]
         fresh = bool(answer) and not taken.strip()
-        begins = len(taken) <= _RESTART_TAKEN and "\n" not in taken  # a restart may begin so
+        # Or with a few characters taken, where no edit of this round (nor a promise: they are
+        # the output's last few) holds them there.
+        short = len(taken) <= _RESTART_TAKEN and "\n" not in taken
+        begins = fresh or (short and output.edit_end <= begun)
         ahead = cls(fresh, Restart.of(text[:begun]) if answer and begins else None)
         ahead.complete = output.checker.complete
         if ahead.restart is not None and not fresh:
