@@ -53,7 +53,8 @@ class DecodingPolicy:
     """Where a correction's new text ends in this many copies in a row of one block of 8 to 64
     bytes, more than blanks and closers, tokens that would begin one more copy are refused while
     the grammar allows anything else: a small model repeats a list's item to its whole budget
-    (seen: SmolLM2 writing `"chicken",` about 90 times in a recipe's array, 492 tokens)."""
+    (seen: SmolLM2 writing `"chicken",` about 90 times in a recipe's array, 492 tokens). Copies
+    that differ in their blanks and numbers only count too (`local_target.repeats`)."""
 
     def __post_init__(self) -> None:
         if self.closing_share < 1:

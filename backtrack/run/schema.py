@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -36,6 +37,7 @@ logger = logging.getLogger(__name__)
 # At most this many cuts per run at a value that only a JSON schema's validator refuses (a keyword
 # the grammar does not enforce): the target writes under that grammar and may write it again.
 MAX_VALIDATOR_CUTS = 3
+_FRACTION = re.compile(r"-?[0-9]+(\.[0-9]+)(?![0-9.eE])")  # a number's fraction, no exponent
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,7 @@ class SchemaSettling:
         validator = self._parts.validator
         if validator is None:
             raise RuntimeError("no JSON schema validator to settle with")  # met() held
-        if self._delete_repeated_member(output):
+        if self._delete_repeated_member(output) or self._delete_fraction(output, validator):
             return Settled(cut=False)
         text = output.text
         in_any_order = self._parts.strict is not None
@@ -192,6 +194,23 @@ class SchemaSettling:
             return False
         output.delete(*repeated)
         logger.debug("JSON schema: a repeated key's member deleted at character %d", repeated[0])
+        return True
+
+    def _delete_fraction(self, output: Output, validator: Validator) -> bool:
+        """A number with a fraction where the schema takes none (`1.2487` where an integer goes):
+        its fraction is deleted, where that is what the schema refused there, and the text after
+        it read again: the API's own integer, and the rest of its document, with no value
+        written anew. Not before a point already passed on as final."""
+        text = output.text
+        at = validator.refused_value(text)
+        number = None if at is None else _FRACTION.match(text, at)
+        if number is None or number.start(1) < output.promised:
+            return False
+        start, end = number.span(1)
+        if validator.refused_value(text[:start] + text[end:]) == at:
+            return False  # refused there all the same: not for its fraction
+        output.delete(start, end)
+        logger.debug("JSON schema: a fraction deleted at character %d", start)
         return True
 
     def _cut_in_order(self, output: Output, validator: Validator) -> Settled | None:

@@ -205,11 +205,28 @@ def test_a_repeated_key_loses_its_later_member_and_keeps_the_rest(draft: str, de
     assert (result.api_calls, result.corrections) == (1, 0)
 
 
-def test_a_fraction_for_an_integer_is_cut_in_the_schema_order() -> None:
-    target = ScriptedTarget("}")
-    result = run(GRAMMAR, '{"name": "Bob", "age": 42.5}', target, repair_window=0)
-    assert (result.text, result.valid) == ('{"name": "Bob", "age": 42}', True)
-    assert target.calls == [('{"name": "Bob", "age": 42', "terminal")]
+@pytest.mark.parametrize("after", ["", ', "tags": ["pt"]'], ids=["last", "more-after"])
+def test_a_fraction_for_an_integer_is_deleted(after: str) -> None:
+    """The API's own integer, and what it wrote after it, with no value written anew. Before,
+    the text was cut at the fraction in the schema's order, the target wrote digits of its own
+    there (SmolLM2: a population of 1.248750639 became 191), and the API's languages after it
+    were lost."""
+    result = run(GRAMMAR, f'{{"name": "Bob", "age": 42.5{after}}}', ScriptedTarget())
+    assert (result.text, result.valid) == (f'{{"name": "Bob", "age": 42{after}}}', True)
+    assert (result.api_calls, result.corrections) == (1, 0)
+    assert [(s.origin, s.text) for s in result.trace.spans if s.origin == "deleted"] == [
+        ("deleted", ".5")
+    ]
+
+
+def test_a_fraction_the_schema_refuses_for_more_than_its_fraction_is_cut() -> None:
+    """`42` is no multiple of 5 either: the fraction is not deleted, the text is cut there."""
+    age = {"type": "integer", "multipleOf": 5}
+    under = {**PERSON, "properties": {**PERSON["properties"], "age": age}}
+    target = ScriptedTarget("45}")
+    result = run(Grammar.from_json_schema(under), '{"name": "Bob", "age": 42.5}', target)
+    assert result.valid and target.calls[0][0] == '{"name": "Bob", "age": 42'  # cut there
+    assert not any(s.origin == "deleted" and s.text == ".5" for s in result.trace.spans)
 
 
 # -- the pieces ------------------------------------------------------------------------------------
