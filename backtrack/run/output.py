@@ -98,14 +98,16 @@ class Output:
         checker.rollback(at)
         # The API's own text, moved: a value read out of its wrapper, a number out of quotes.
         moved = edit.skipped.find(edit.insert) if edit.insert and not edit.back else -1
-        self.add(edit.skipped[: max(0, moved)] if moved >= 0 else edit.skipped, "skipped")
+        skipped, after = edit.skipped, ""
+        if moved >= 0:
+            skipped, after = edit.skipped[:moved], edit.skipped[moved + len(edit.insert) :]
+        self.add(skipped, "skipped")
         if checker.feed(edit.insert) != len(edit.insert):
             raise RuntimeError("a repair's inserted text does not fit where it was checked")
         inserted = edit.insert[: len(edit.insert) - len(reread)]
-        self.add(inserted, "draft" if moved >= 0 else "edit")
+        self.add(inserted, "edit" if moved < 0 else "draft")
         self.add(reread, "draft")
-        if moved >= 0:
-            self.add(edit.skipped[moved + len(edit.insert) :], "skipped")
+        self.add(after, "skipped")
         self.edit_end = checker.chars
         deleted = "" if reread else edit.deleted
         logger.debug(

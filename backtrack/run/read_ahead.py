@@ -74,14 +74,16 @@ class ReadAhead:
                 self.restart = None
             elif not self.restart.enough(self.ink):
                 return True
+        if self.chars < window:
+            return True
+        if not (self.complete or self.pieces[0][:1] in ("{", "[")):
+            return False
+        if self.chars >= window + LINE_MORE:
+            return False
         arrived = "".join(self.pieces)
-        if self.complete and self.chars >= window:
-            return through_line(arrived, window) == arrived and self.chars < window + LINE_MORE
-        return self.chars < window or (
-            arrived[:1] in ("{", "[")
-            and self.chars < window + LINE_MORE
-            and wrapper_end(arrived) is None
-        )
+        if self.complete:
+            return through_line(arrived, window) == arrived
+        return wrapper_end(arrived) is None
 
     def opening(self, rest: str, *, final: bool) -> tuple[int, DropReason] | None:
         """What the reply opens with before its continuation, and why it goes: a first line
