@@ -110,11 +110,20 @@ class Budget:
 
 
 def _stuck(rounds: Sequence[Round]) -> bool:
-    """The API's last two drafts both made no headway (`_no_headway`), and another call would
-    only repeat them. API calls are bounded by the slips the API makes, not by how often it
-    makes one."""
+    """The API's last two drafts both made no headway (`_no_headway`), or its last one only
+    wrote the committed text again, and another call would only repeat them. API calls are
+    bounded by the slips the API makes, not by how often it makes one."""
     drafts = [r for r in rounds if r.kind == "draft"][-2:]
+    if drafts and _only_repeated(drafts[-1]):
+        return True
     return len(drafts) == 2 and all(_no_headway(r) for r in drafts)
+
+
+def _only_repeated(draft: Round) -> bool:
+    """A draft that wrote the answer again from its start and stopped where the committed text
+    ends, or before: asked to go on, the API has nothing to add (a weak model restarts so after
+    each correction; SmolLM2 through llama.cpp took a call more each time, three in one run)."""
+    return bool(draft.repeated_chars) and not (draft.accepted_chars or draft.rejected_chars)
 
 
 def _no_headway(draft: Round) -> bool:

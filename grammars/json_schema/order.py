@@ -6,6 +6,11 @@ ends. The engine writes an object's properties in the order the schema lists the
 once, the required ones all; so a target writing on from a text in another order writes under the
 schema with its properties listed in that text's order (`in_text_order`): the keys the text has
 first, as it wrote them, then the others in the schema's own order.
+
+An object the text has closed without a key its schema requires (the any-order grammar leaves
+`required` to the end) is taken as it stands: its schema requires only the keys it has, and an
+array's item that is such an object gets a schema of its own (`prefixItems`), so the items the
+target writes after it still need every key. The final check still asks for the missing key.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ _BRANCHES = ("anyOf", "oneOf", "allOf")
 # The most orders one object schema is listed in: objects of one schema in more orders than this
 # (array items each in its own) keep the last ones.
 MAX_ORDERS = 8
+# The most items of an array that get a schema of their own (a closed item without a required
+# key): past that, the text takes the any-order grammar.
+MAX_OWN_ITEMS = 16
 
 
 @dataclass
@@ -35,6 +43,7 @@ class _Object:
     path: Path
     keys: list[str] = field(default_factory=list)
     partial: str | None = None
+    closed: bool = False
 
     def step(self) -> str:
         """The key of the value being written."""
@@ -49,8 +58,9 @@ def in_text_order(schema: dict[str, Any], text: str) -> dict[str, Any] | None:
     `anyOf` of the schema in each (the last MAX_ORDERS). None when no object of `text` changes
     an order. The caller checks the result against `text`."""
     out = copy.deepcopy(schema)
+    objects = _objects(text)
     found: dict[int, tuple[dict[str, Any], list[list[str]]]] = {}
-    for obj in _objects(text):
+    for obj in objects:
         for node in _nodes(out, out, obj.path):
             order = _order(node, obj)
             orders = found.setdefault(id(node), (node, []))[1]
@@ -61,7 +71,42 @@ def in_text_order(schema: dict[str, Any], text: str) -> dict[str, Any] | None:
         if orders and orders != [list(node["properties"])]:
             _reorder(node, orders[-MAX_ORDERS:])
             changed = True
+    # Then a closed object without a required key is taken as it stands (its own copy of the
+    # orders found, where it is an array's item).
+    for obj in objects:
+        if _lacks(out, obj) and _own_items(out, obj.path):
+            for node in _nodes(out, out, obj.path):
+                if isinstance(node.get("required"), list):
+                    node["required"] = [k for k in node["required"] if k in obj.keys]
+                    changed = True
     return out if changed else None
+
+
+def _lacks(root: dict[str, Any], obj: _Object) -> bool:
+    """Whether `obj` is closed without a key that a schema it stands under requires."""
+    return obj.closed and any(
+        isinstance(node.get("required"), list) and set(node["required"]) - set(obj.keys)
+        for node in _nodes(root, root, obj.path)
+    )
+
+
+def _own_items(root: dict[str, Any], path: Path) -> bool:
+    """Gives each array item on `path` a schema of its own (a copy of `items` as `prefixItems`,
+    a `$ref` resolved), so that changing it changes no other item; False past MAX_OWN_ITEMS."""
+    for at, step in enumerate(path):
+        if not isinstance(step, int):
+            continue
+        if step >= MAX_OWN_ITEMS:
+            return False
+        for array in _nodes(root, root, path[:at]):
+            prefix, items = array.get("prefixItems", []), array.get("items")
+            if isinstance(prefix, list) and isinstance(items, dict) and len(prefix) <= step:
+                named = resolve_ref(root, items.get("$ref"))
+                own = named[0] if named is not None and len(items) == 1 else items
+                array["prefixItems"] = prefix + [
+                    copy.deepcopy(own) for _ in range(len(prefix), step + 1)
+                ]
+    return True
 
 
 def _order(node: dict[str, Any], obj: _Object) -> list[str] | None:
@@ -138,7 +183,9 @@ def _objects(text: str) -> list[_Object]:
             else:
                 stack.append(_Array(path))
         elif char in "}]" and stack:
-            stack.pop()
+            closed = stack.pop()
+            if isinstance(closed, _Object):
+                closed.closed = True
         elif char == "," and top is not None:
             if isinstance(top, _Array):
                 top.items += 1

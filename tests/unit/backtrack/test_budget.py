@@ -83,3 +83,13 @@ def test_an_api_that_stops_short_after_going_on_has_said_all() -> None:
     assert not budget.said_all
     budget.stopped_short("stop")
     assert budget.said_all and budget.target_completes([draft(0, 5, cut_at=None)])
+
+
+def test_an_api_that_only_writes_its_answer_again_gets_no_second_call() -> None:
+    """Asked to go on, a weak model writes the committed answer again and stops there, nothing
+    added: another call after the next correction did the same (SmolLM2 through llama.cpp)."""
+    budget = Budget(GuideOptions(max_corrections=8, max_rounds=16))
+    again = Round(2, "draft", "drafter_ended", 0.1, repeated_chars=60)
+    assert budget.target_completes([draft(0, 41, cut_at=None), correction(1), again])
+    for more in (replace(again, accepted_chars=1), replace(again, rejected_chars=5)):
+        assert not budget.target_completes([draft(0, 41, cut_at=None), correction(1), more])

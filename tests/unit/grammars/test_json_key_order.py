@@ -3,12 +3,13 @@ of a JSON document) wrote them, for a target that writes on from that text each 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from grammars import Grammar
-from grammars.json_schema.order import in_text_order
+from grammars.json_schema.order import MAX_OWN_ITEMS, in_text_order
 
 
 def obj(**properties: Any) -> dict[str, Any]:
@@ -96,3 +97,29 @@ def test_the_grammar_in_the_text_order_takes_no_key_twice() -> None:
     assert strict is not None and strict.matches(text + ', "nights": 1, "breakfast": true}')
     for more in (', "guests": 3', ', "hotel": "', ', "nights": 1, "nights"'):
         assert strict.check(text + more).chars < len(text + more), more
+
+
+def test_a_closed_item_without_a_required_key_is_taken_as_it_stands() -> None:
+    """The item is given its own schema, which requires only what it has; the items after it
+    still need every key, in the text's order."""
+    schema = obj(ys={"type": "array", "items": obj(p=INT, q=INT)})
+    text = '{"ys": [{"q": 1}, {"q": 2, "p": 3}, {"q": 4}, {"'
+    ordered = in_text_order(schema, text)
+    assert ordered is not None
+    strict = Grammar.from_json_schema(ordered).schema
+    assert strict is not None and strict.strict is not None
+    assert strict.strict.matches(text + 'q": 5, "p": 6}]}')
+    for more in ('q": 5}', 'q": 5, "q"'):
+        assert strict.strict.check(text + more).chars < len(text + more), more
+    assert "prefixItems" not in json.dumps(schema)  # the schema given is left as it was
+
+
+def test_items_past_the_bound_keep_the_shared_schema() -> None:
+    schema = obj(ys={"type": "array", "items": obj(p=INT, q=INT)})
+    items = ", ".join(['{"p": 1, "q": 2}'] * MAX_OWN_ITEMS)
+    for text, own in (
+        ('{"ys": [' + items + ', {"q": 1}, {"', False),
+        ('{"ys": [{"q": 1}, ' + items + ', {"', True),
+    ):
+        ordered = in_text_order(schema, text)
+        assert ordered is not None and ("prefixItems" in json.dumps(ordered)) == own
