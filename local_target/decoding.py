@@ -34,7 +34,13 @@ import torch
 from local_target.errors import TargetError
 from local_target.head import Next
 from local_target.policy import DecodingPolicy, Until
-from local_target.repeats import deepest_indent, padding, repeated_block, repeated_shape
+from local_target.repeats import (
+    deepest_indent,
+    digit_run,
+    padding,
+    repeated_block,
+    repeated_shape,
+)
 from local_target.sampling import Sampling, choose
 from local_target.speculation import Cursor, TokenSequence
 from local_target.vocab import Vocabulary
@@ -241,8 +247,11 @@ class Correcting:
         return padding(self._blanks + run if len(run) == len(new) else run, deepest, past)
 
     def _refused(self) -> torch.Tensor | None:
-        """Tokens not to choose (None: none): blanks past max_blank_run, a loop's next copy."""
+        """Tokens not to choose (None: none): blanks past max_blank_run, a digit past
+        max_digit_run, a loop's next copy."""
         refused = self.vocab.blanks if self._padding() else None
+        if digit_run(self.new, self.policy.max_digit_run):
+            refused = self.vocab.digits if refused is None else refused | self.vocab.digits
         again = None
         if (block := repeated_block(self.new, self.policy.max_repeats)) is not None:
             again = self.vocab.healing_mask(block)  # the block's starts, and tokens past it

@@ -55,6 +55,11 @@ class DecodingPolicy:
     the grammar allows anything else: a small model repeats a list's item to its whole budget
     (seen: SmolLM2 writing `"chicken",` about 90 times in a recipe's array, 492 tokens). Copies
     that differ in their blanks and numbers only count too (`local_target.repeats`)."""
+    max_digit_run: int = 40
+    """Where the new text ends in more than this many digits in a row, tokens that start with a
+    digit are refused while the grammar allows anything else: that long a number, or string of
+    digits, is a small model counting on (seen: SmolLM2 writing a 400-digit `"sku"` until its
+    budget ended, the text incomplete). A token may take the run a few digits past it."""
 
     def __post_init__(self) -> None:
         if self.closing_share < 1:

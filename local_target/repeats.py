@@ -1,6 +1,6 @@
 """Loops in what a model writes: the block of bytes a text ends with several copies of in a row
-(`DecodingPolicy.max_repeats`), and blanks past the text's own indentation. Imports nothing but
-Python, so it loads inside vLLM's environment as well as ours."""
+(`DecodingPolicy.max_repeats`), blanks past the text's own indentation, and a run of digits.
+Imports nothing but Python, so it loads inside vLLM's environment as well as ours."""
 
 from __future__ import annotations
 
@@ -31,6 +31,13 @@ def repeated_shape(text: bytes | bytearray, copies: int) -> bytes | None:
     block = repeated_block(shape, copies)
     start = None if block is None else block.split(_NUMBER)[0]
     return start if start and start.translate(None, _CLOSING) else None
+
+
+def digit_run(text: bytes | bytearray, most: int) -> bool:
+    """Whether `text` ends in more than `most` digits in a row
+    (`DecodingPolicy.max_digit_run`)."""
+    tail = bytes(text[-most - 1 :])
+    return len(tail) > most and tail.isdigit()
 
 
 def ink(data: bytes) -> bytes:

@@ -54,6 +54,12 @@ class Vocabulary:
             ]
         ] = True
 
+        # Tokens that start with a digit.
+        self.digits = torch.zeros(n_logits, dtype=torch.bool)
+        self.digits[
+            [i for i, b in enumerate(self.token_bytes) if b[:1].isdigit() and i not in self.special]
+        ] = True
+
     def encode(self, text: str) -> list[int]:
         """The canonical tokenization of `text` (no special tokens); decodes back to `text`."""
         ids: list[int] = self.ll.tokenize_str(text)

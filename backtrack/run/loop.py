@@ -251,7 +251,7 @@ class GuideLoop:
         self._correction = CorrectionRound(
             self.output, self._hand_back, completes=completes, index=len(self.rounds), most=most
         )
-        return self._correction.call(self.schema.target_grammar(self.text), self.options)
+        return self._correction.call(self.schema.target_grammar(self.output), self.options)
 
     def _correcting(self, caller: str) -> CorrectionRound:
         if self._correction is None:

@@ -7,7 +7,7 @@ asks its policy, the same questions for every grammar:
     final_limit(output)   how much of the text may be final before the run ends
     met(text)             whether a complete text is valid
     settle(output)        change a complete but invalid text: a cut for the target, or None
-    target_grammar(text)  the grammar the target writes under
+    target_grammar(output) the grammar the target writes under (it may take back a dead end)
     grammar               the grammar the run checks with
 
 `NoSchema`, every other grammar's, answers as if its check were the whole test; `SchemaSettling`
@@ -37,6 +37,9 @@ logger = logging.getLogger(__name__)
 # At most this many cuts per run at a value that only a JSON schema's validator refuses (a keyword
 # the grammar does not enforce): the target writes under that grammar and may write it again.
 MAX_VALIDATOR_CUTS = 3
+# After an object's last key, what no order of the schema goes on from: its comma, blanks, and a
+# key begun (the any-order grammar takes another key there, even one the object has).
+_DEAD_END = re.compile(r'\s*,\s*(?:"(?:[^"\\]|\\.)*)?')
 _FRACTION = re.compile(r"-?[0-9]+(\.[0-9]+)(?![0-9.eE])")  # a number's fraction, no exponent
 
 
@@ -60,7 +63,7 @@ class SchemaPolicy(Protocol):
 
     def settle(self, output: Output) -> Settled | None: ...
 
-    def target_grammar(self, text: str) -> Grammar: ...
+    def target_grammar(self, output: Output) -> Grammar: ...
 
 
 def policy_for(grammar: Grammar) -> SchemaPolicy:
@@ -83,7 +86,7 @@ class NoSchema:
     def settle(self, output: Output) -> Settled | None:
         return None
 
-    def target_grammar(self, text: str) -> Grammar:
+    def target_grammar(self, output: Output) -> Grammar:
         return self.grammar
 
 
@@ -129,20 +132,29 @@ class SchemaSettling:
         is no validator)."""
         return self._parts.validator is None or self.grammar.matches(text)
 
-    def target_grammar(self, text: str) -> Grammar:
-        """The schema's own order while `text` keeps it, else the schema with its properties
-        listed in the order of `text`'s objects where that takes `text`: either way the target
-        writes each key once and every required key. Else (a closed object without a required
-        key, say) the drafts' any-order grammar, which lets a key repeat; the final check still
-        holds."""
+    def target_grammar(self, output: Output) -> Grammar:
+        """The schema's own order while the text keeps it, else the schema with its properties
+        listed in the order of the text's objects where that takes the text: either way the
+        target writes each key once and every required key. Where that order takes all but a
+        dead end the any-order grammar let through (a comma after an object's last key, a key
+        begun after it), the dead end is taken back. Else (a key written twice, say) the drafts'
+        any-order grammar, which lets a key repeat; the final check still holds."""
+        text = output.text
         strict = self._parts.strict
         if strict is None or strict.check(text).chars == len(text):
             return strict or self.grammar
         ordered = self._in_text_order(strict, text)
-        return self.grammar if ordered is None else ordered
+        at = len(text) if ordered is None else ordered.check(text).chars
+        if ordered is None or at == len(text):
+            return ordered or self.grammar
+        if at < output.promised or not _DEAD_END.fullmatch(text, at):
+            return self.grammar
+        logger.debug("JSON schema: a dead end taken back at character %d", at)
+        output.take_back(at)
+        return ordered
 
     def _in_text_order(self, strict: Grammar, text: str) -> Grammar | None:
-        """The schema's grammar with its properties in `text`'s order, if it takes `text`."""
+        """The schema's grammar with its properties in `text`'s order."""
         schema = self._parts.strict_schema
         reordered = None if schema is None else in_text_order(schema, text)
         if reordered is None:
@@ -156,8 +168,7 @@ class SchemaSettling:
                 grammar = None
             parts = grammar.schema if grammar is not None else None
             self._orders[key] = parts.strict if parts and parts.strict else grammar
-        ordered = self._orders[key]
-        return ordered if ordered and ordered.check(text).chars == len(text) else None
+        return self._orders[key]
 
     def settle(self, output: Output) -> Settled | None:
         """The text is complete but not valid under the schema. A key its object already has is

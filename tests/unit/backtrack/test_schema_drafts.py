@@ -421,3 +421,14 @@ def test_smollm2_completes_an_object_out_of_schema_order_with_each_key_once(
     # Nothing written had to go again: no key came twice.
     deleted = [s.text for s in result.trace.spans if s.origin == "deleted"]
     assert not deleted, deleted
+
+
+def test_a_comma_after_an_objects_last_key_is_taken_back_for_the_target() -> None:
+    """Every key written, out of the schema's order, and a comma: no order of the schema goes
+    on from there, and under the any-order grammar a target wrote the keys again and again. The
+    comma is taken back; the target writes under the text's order."""
+    draft = '{"tags": ["x"], "age": 1, "name": "A", "'
+    target = ScriptedTarget("}")
+    result = run(GRAMMAR, draft, target)
+    assert (result.text, result.valid) == ('{"tags": ["x"], "age": 1, "name": "A"}', True)
+    assert [s.text for s in result.trace.spans if s.origin == "deleted"] == [', "']

@@ -5,13 +5,15 @@ more copy are refused while the grammar allows anything else."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import tests.support.tokenizer_fixtures as tf
 from grammars.grammar import Grammar
 from local_target import DecodingPolicy, LocalTarget
 from local_target.policy import DEFAULT_POLICY
-from local_target.repeats import repeated_block, repeated_shape
+from local_target.repeats import digit_run, repeated_block, repeated_shape
 from tests.support.local_targets import TARGET_IDS, TARGETS, real_tokenizer
 
 JSON = Grammar.load("json")
@@ -75,7 +77,7 @@ def test_a_model_that_loops_repeats_no_block_more_than_the_limit(name: str) -> N
     more than `max_repeats` copies in a row: the model writes something else in between."""
     made = tiny(name)
     text = '{"a": ["x", '
-    unlimited = DecodingPolicy(max_repeats=10**9)
+    unlimited = DecodingPolicy(max_repeats=10**9, max_digit_run=10**9)
     looped = made.correct(
         "Write JSON.", text, JSON, max_tokens=60, until="complete", policy=unlimited
     )
@@ -83,3 +85,27 @@ def test_a_model_that_loops_repeats_no_block_more_than_the_limit(name: str) -> N
     c = made.correct("Write JSON.", text, JSON, max_tokens=60, until="complete")
     assert JSON.check(text + c.text).valid
     assert not loops(c.text, DEFAULT_POLICY.max_repeats + 1), repr(c.text)
+
+
+def test_a_run_of_digits_past_the_most_may_not_grow() -> None:
+    assert digit_run(b'"sku": "' + b"1234567890" * 4 + b"1", 40)
+    assert not digit_run(b'"sku": "' + b"1234567890" * 4, 40)
+    assert not digit_run(b"12345 " + b"1" * 39, 40)
+    vocab = LocalTarget(*_tiny_parts()).vocab
+    tokens = {vocab.token_bytes[i] for i in vocab.digits.nonzero().flatten().tolist()}
+    assert {b"1", b"2019"} <= tokens and all(t[:1].isdigit() for t in tokens)
+
+
+@pytest.mark.model
+@pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.parametrize("name", TARGET_IDS[:2])
+def test_a_model_that_counts_on_writes_no_run_of_digits_past_the_most(name: str) -> None:
+    """Within a string, SmolLM2 wrote digits until its budget ended, the text incomplete (an
+    invoice's `"sku"`). Copies of a block are allowed here, so only the digit rule holds it."""
+    made = tiny(name)
+    text = '{"sku": "1'
+    copies = DecodingPolicy(max_repeats=10**9)
+    most = copies.max_digit_run
+    c = made.correct("Write JSON.", text, JSON, max_tokens=80, until="complete", policy=copies)
+    # The last token may take a run of MOST_DIGITS a few digits past it.
+    assert max(len(r) for r in re.findall(r"[0-9]+", text + c.text)) <= most + 4, c.text
