@@ -4,11 +4,13 @@ picks among them)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from backtrack.repair.inserts import end_tags, escapes, inserts
 from backtrack.repair.json_shapes import (
     json_member,
+    renames_by_words,
     renames_key,
     unquoted,
     unwrapped_whole,
@@ -60,14 +62,18 @@ class Edit:
 
 
 def _skips(rest: str, limits: RepairLimits) -> list[int]:
-    """How much of the draft a candidate may skip: a few characters, or its next word with the
-    blanks after it."""
+    """How much of the draft a candidate may skip: a few characters, its next word with the
+    blanks after it, or the first parts of that word (`concert_`, `concert` of `concertVenue`)."""
     skips = set(range(min(limits.max_skip, len(rest)) + 1))
     word = word_at(rest)
     if word:
         skips.add(word)
         skips.add(word + len(rest[word:]) - len(rest[word:].lstrip(" ")))
+        skips.update(m.end() for m in _PART_END.finditer(rest, 1, word))
     return sorted(skips)
+
+
+_PART_END = re.compile(r"_+|(?<=[a-z0-9])(?=[A-Z])")  # where a word's first parts end
 
 
 @dataclass(frozen=True)
@@ -191,6 +197,8 @@ def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) 
         cost = 1 + starts.index(len(removed))  # a wrapper opened
     elif whole := [c for v, end, c in unwrapped_whole(removed) if (v, end) == (insert, only)]:
         cost, own = whole[0], len(insert)  # a wrapper read as its value
+    elif only is None and renames_by_words(before, removed, insert, tail):
+        cost = 1  # a key with a word more or less than the grammar's: `cuisine_type`
     elif quoted:
         cost = 1  # a bare value quoted (`10.0.0.2` too, taken for a number), or `"31"` bare
     else:

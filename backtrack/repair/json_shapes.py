@@ -1,6 +1,6 @@
 """JSON's notations in a draft: a member the grammar has no place for, a value wrapped in an
-object or an array, a key renamed, a number quoted (backtrack.repair.candidates makes edits of
-them)."""
+object or an array, a key renamed (or named by more or fewer words), a number quoted
+(backtrack.repair.candidates makes edits of them)."""
 
 from __future__ import annotations
 
@@ -109,6 +109,27 @@ def renames_key(before: str, removed: str, inserted: str, after: str) -> bool:
     if not (before.endswith('"') and _KEY_END.match(after)):
         return False
     return edit_distance(removed.lower(), inserted.lower()) * 3 > max(len(removed), len(inserted))
+
+
+_KEY_BEFORE = re.compile(r'[{,]\s*"([\w-]*)$')
+_KEY_AFTER = re.compile(r'([\w-]*)"\s*:')
+_WORD_PART = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+
+
+def renames_by_words(before: str, removed: str, inserted: str, after: str) -> bool:
+    """Whether an edit between `before` and `after` makes a JSON object's key one whose words
+    are some of the other's (`cuisine_type` or `cuisineType` to `cuisine`, `zip` to
+    `zip_code`): the same field named more or less fully, its value the same."""
+    start, end = _KEY_BEFORE.search(before), _KEY_AFTER.match(after)
+    if start is None or end is None:
+        return False
+    old = _words(start.group(1) + removed + end.group(1))
+    new = _words(start.group(1) + inserted + end.group(1))
+    return bool(old and new) and old != new and (old < new or new < old)
+
+
+def _words(key: str) -> frozenset[str]:
+    return frozenset(w.lower() for w in _WORD_PART.findall(key))
 
 
 _QUOTED_VALUE = re.compile(r'"(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null|yes|no)"', re.I)

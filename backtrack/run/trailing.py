@@ -248,15 +248,17 @@ _CLOSERS = _BRACKETS + "\"';,"  # what closes what is open (and separates)
 
 def closing(checker: Checker) -> str | None:
     """The closers after which the text is complete, where it lacks only those (a bracket left
-    out, a string left open): at each step the first of `)]}>` the grammar takes, or a quote
-    where the text is inside a string; None where it takes none of them before the text is
-    complete, or needs more than `_MAX_CLOSERS`. The checker is left at the text it had."""
+    out, a string left open): at each step the first of `)]}>` the grammar takes, or, where the
+    text is inside a string, first the quote that ends it (a bracket there is the string's
+    text); None where it takes none of them before the text is complete, or needs more than
+    `_MAX_CLOSERS`. The checker is left at the text it had."""
     start, written = checker.chars, ""
     try:
         while not checker.complete:
             following = checker.next_bytes()
-            quotes = "\"'" if checker.in_free_text() else ""
-            closer = next((c for c in _BRACKETS + quotes if ord(c) in following), None)
+            closer = _quote(checker, following) or next(
+                (c for c in _BRACKETS if ord(c) in following), None
+            )
             if closer is None or len(written) == _MAX_CLOSERS:
                 return None
             checker.feed(closer)
@@ -267,6 +269,21 @@ def closing(checker: Checker) -> str | None:
 
 
 _MAX_CLOSERS = 16
+
+
+def _quote(checker: Checker, following: frozenset[int]) -> str | None:
+    """Inside a string, the quote that ends it (None: none, or not inside a string)."""
+    if not checker.in_free_text():
+        return None
+    at = checker.chars
+    for quote in "\"'":
+        if ord(quote) in following:
+            checker.feed(quote)
+            ends = not checker.in_free_text()
+            checker.rollback(at)
+            if ends:
+                return quote
+    return None
 
 
 def close_up(output: Output, met: Callable[[str], bool]) -> bool:

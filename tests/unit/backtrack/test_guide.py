@@ -38,6 +38,7 @@ from backtrack import (
     aguide,
     guide,
 )
+from backtrack.run.trailing import closing
 from backtrack.trace.record import OUTPUT_ORIGINS, TARGET_ORIGINS, StopReason
 from benchmarks.corpora.unseen import load_unseen_grammar
 from local_target import LocalTarget
@@ -45,6 +46,7 @@ from tests.support.scripted import Failure, ScriptedAPI, ScriptedTarget
 
 HAVE_SQL = "sqlite" in grammars.names()
 JSON = Grammar.load("json")
+PYTHON = Grammar.load("python_expr")
 needs_sql = pytest.mark.skipif(not HAVE_SQL, reason="no grammars/sqlite.lark")
 
 # What the black boxes mean to write. One prompt, showing them, serves every run in this module:
@@ -852,6 +854,19 @@ def test_a_reply_that_stops_short_again_has_said_all() -> None:
         ("draft", "drafter_ended"),
         ("completion", "target_stopped"),
     ]
+
+
+def test_a_string_left_open_is_closed_by_its_quote_first() -> None:
+    """Inside a string a bracket is text: the closers of `print(f"{x}` are its quote, then the
+    bracket. Before, only brackets were tried first, the string took them all, and the target
+    completed the text (SmolLM2 through llama.cpp: 40 tokens of `+ "The list ..."`)."""
+    draft = 'print(f"The even numbers are: {evens})'
+    api = ScriptedAPI(draft + '")', drafts=[draft, draft])
+    result = run(api, PYTHON, ScriptedTarget())
+    assert (result.text, result.api_calls, result.corrections) == (draft + '")', 2, 0)
+    checker = PYTHON.checker()
+    checker.feed("print(len('the words (all of them")
+    assert closing(checker) == "'))"  # the quote that ends the string, not the other kind
 
 
 def test_zero_budget_without_completion_stops_invalid() -> None:

@@ -102,6 +102,15 @@ def test_a_key_unlike_the_schema_keys_goes_with_its_value() -> None:
     assert _repaired(CONCERT, misspelt) == MEANT
 
 
+@pytest.mark.parametrize("key", ["venue_name", "concert_venue", "venueName", "venue-name"])
+def test_a_key_that_holds_the_schema_key_as_a_word_is_renamed(key: str) -> None:
+    """The API's key is the schema's with a word more (`cuisine_type` for `cuisine`, SmolLM2
+    through llama.cpp): the key is the schema's, and its value stays. Before, the member was
+    deleted with its value, and the target wrote a value of its own."""
+    draft = json.dumps(MEANT).replace('"venue"', f'"{key}"')
+    assert _repaired(CONCERT, draft) == MEANT
+
+
 STUDENT = _object(name=S, courses={"type": "array", "items": S}, gpa=NUM)
 
 
