@@ -109,6 +109,53 @@ SCHEMA_TASKS |= {
         _obj(passenger=_obj(first_name=S, last_name=S), flight=S, seat=S, bags=INT),
     ),
 }
+# A third set, written and run once before any change of the evening of 2026-11-27: optional
+# keys, enums, numbers with bounds, deeper nesting. Its tasks alternate between a look half and
+# a held half too (`THIRD_HELD`).
+_OPTIONAL = {"type": "object", "additionalProperties": False}
+SCHEMA_TASKS |= {
+    "bug": (
+        "a bug report",
+        _obj(title=S, severity=_enum("low", "medium", "high"), steps=_list(S), fixed=B),
+    ),
+    "library": ("a library", _obj(name=S, books=_list(_obj(title=S, year=INT)))),
+    "user-settings": (
+        "a user's settings",
+        _obj(theme=_enum("light", "dark"), language=S, notifications=_obj(email=B, sms=B)),
+    ),
+    "museum": (
+        "a museum",
+        _obj(
+            name=S, city=S, open_days=_list(_enum("mon", "tue", "wed", "thu", "fri", "sat", "sun"))
+        ),
+    ),
+    "trip": (
+        "a trip plan",
+        _obj(destination=S, days=INT, budget=N, stops=_list(_obj(place=S, nights=INT))),
+    ),
+    "review": (
+        "a product review",
+        _obj(product=S, stars={"type": "integer", "minimum": 1, "maximum": 5}, text=S),
+    ),
+    "team": ("a sports team", _obj(name=S, sport=S, players=_list(_obj(name=S, number=INT)))),
+    "contact": (
+        "a contact card",
+        {**_OPTIONAL, "properties": {"name": S, "phone": S, "email": S}, "required": ["name"]},
+    ),
+    "server": (
+        "a server's status",
+        _obj(host=S, port=INT, up=B, load=N, services=_list(S)),
+    ),
+    "lesson": (
+        "a lesson plan",
+        _obj(subject=S, level=_enum("beginner", "advanced"), minutes=INT, goals=_list(S)),
+    ),
+    "garden": ("a garden", _obj(owner=S, plants=_list(_obj(name=S, watered=B)))),
+    "package": (
+        "a parcel delivery",
+        _obj(tracking=S, weight_kg=N, sender=_obj(name=S, city=S), delivered=B),
+    ),
+}
 GRAMMAR_TASKS: dict[str, tuple[str, str]] = {
     "sql-customers": ("an SQLite query: the ten customers with the most orders", "sqlite"),
     "sql-average": ("an SQLite query: the average price per category of products", "sqlite"),
@@ -132,12 +179,27 @@ GRAMMAR_TASKS: dict[str, tuple[str, str]] = {
     "csv-books": ("a CSV table of three books with title, author and year", "csv"),
     "json-tasks": ("a JSON list of three tasks, each with a title and whether it is done", "json"),
     "json-menu": ("a JSON menu of a cafe, with items and prices", "json"),
+    # the third set
+    "arith-speed": ("an arithmetic expression: 120 km in 1.5 hours, in km per hour", "arithmetic"),
+    "py-squares": (
+        "a Python expression: a dict of the numbers 1 to 5 and their squares",
+        "python_expr",
+    ),
+    "sql-recent": ("an SQLite query: the five most recent orders over 100", "sqlite"),
+    "csv-scores": ("a CSV table of four students with name and score", "csv"),
+    "json-profile": ("a JSON profile of a user with name, age and hobbies", "json"),
+    "sql-count": ("an SQLite query: how many products each supplier has", "sqlite"),
 }
 FIRST_SET = [*list(SCHEMA_TASKS)[:15], *list(GRAMMAR_TASKS)[:5]]
 SECOND_SET = [task for task in [*SCHEMA_TASKS, *GRAMMAR_TASKS] if task not in FIRST_SET]
 HELD = SECOND_SET[1::2]
 """Reported as they come out, never looked into to change the code: every other task of the
 second set (the first set, and the other half of the second, are the ones looked at)."""
+THIRD_SET = [*list(SCHEMA_TASKS)[-12:], *list(GRAMMAR_TASKS)[-6:]]
+SECOND_SET = [task for task in SECOND_SET if task not in THIRD_SET]
+HELD = SECOND_SET[1::2]
+THIRD_HELD = THIRD_SET[1::2]
+"""The same for the third set."""
 
 
 @dataclass
@@ -248,6 +310,8 @@ def report(rows: list[Row]) -> str:
 def _tasks(name: str) -> list[str]:
     if name == "first":
         return FIRST_SET
+    if name.startswith("third"):
+        return [task for task in THIRD_SET if (task in THIRD_HELD) == (name == "third-held")]
     return [task for task in SECOND_SET if (task in HELD) == (name == "held")]
 
 
@@ -256,10 +320,11 @@ def main() -> None:
     parser.add_argument("--tasks", nargs="*", help="these tasks only")
     parser.add_argument(
         "--set",
-        choices=["first", "look", "held"],
+        choices=["first", "look", "held", "third-look", "third-held"],
         default="first",
         help="first: the tasks the work of 2026-11-27 looked at; look: the second set's look "
-        "half; held: its held half, reported as it comes out",
+        "half; held: its held half, reported as it comes out; third-look, third-held: the same "
+        "halves of the third set",
     )
     parser.add_argument("--texts", action="store_true", help="print each output too")
     args = parser.parse_args()
