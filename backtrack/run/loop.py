@@ -81,6 +81,7 @@ class GuideLoop:
         self._correction: CorrectionRound | None = None  # the correction round under way
         self._hand_back = HandBack()  # the last cut draft's rest, for the next correction
         self._api_finished = False  # the API's reply ended just after a slip: the target finishes
+        self._capped = True  # in a few tokens (Budget.call), until that has once not been enough
         self.budget = Budget(options, self.output.room)
 
     @property
@@ -245,7 +246,8 @@ class GuideLoop:
         """The target's next correction, or None when the run ends instead: the budget is spent
         and the caller opted out of completion, or the target's context is full (Budget.call)."""
         completes = self._api_finished or self.budget.target_completes(self.rounds)
-        self.stop_reason, most = self.budget.call(self.output, completes, self._api_finished)
+        capped = self._api_finished and self._capped
+        self.stop_reason, most = self.budget.call(self.output, completes, capped)
         if self.stop_reason is not None:
             return None
         self._correction = CorrectionRound(
@@ -271,11 +273,18 @@ class GuideLoop:
             self._next = "correct"
 
     def _after_correction(self, round_: CorrectionRound, reused: str) -> None:
-        """The run ends after a completion, or where the text is complete and nothing is left to
-        write or the drafter had finished; else the rest left after a slip is corrected next, or
-        the API drafts on."""
+        """The run ends after a completion (its text closed up where it lacks only closers), or
+        where the text is complete and nothing is left to write or the drafter had finished;
+        else the rest left after a slip is corrected next, or the API drafts on. Where a finish
+        in a few tokens left the text incomplete (a required list of objects), the target
+        completes it with its whole budget."""
         checker = self.output.checker
-        if round_.completes:
+        if round_.completes and not checker.complete and self._api_finished and self._capped:
+            self._capped = False
+            self._next = "correct"
+        elif round_.completes:
+            if not checker.complete:
+                close_up(self.output, self.schema.met)
             self.stop_reason = self.budget.completed(checker.complete)
         elif checker.complete and (checker.stopped or (reused and self._hand_back.reply_ended)):
             self.stop_reason = "complete"

@@ -869,6 +869,15 @@ def test_a_string_left_open_is_closed_by_its_quote_first() -> None:
     assert closing(checker) == "'))"  # the quote that ends the string, not the other kind
 
 
+def test_a_completion_that_ran_out_is_closed_up() -> None:
+    """The target's completion ran out of tokens where the text lacks only closers: they are
+    written. Before, the text was returned incomplete."""
+    api = ScriptedAPI(DOC_A, drafts=[UNCLOSED])
+    result = run(api, JSON, ScriptedTarget(", 4"), max_corrections=0, **CORRECTIONS_ONLY)
+    assert (result.text, result.valid) == ('{"a": [1, 2, 3, 4]}', True)
+    assert result.trace.spans[-1].text == "]}"
+
+
 def test_zero_budget_without_completion_stops_invalid() -> None:
     api = ScriptedAPI(DOC_A, drafts=[UNCLOSED])
     target = ScriptedTarget()
@@ -1217,6 +1226,32 @@ def test_a_reply_that_ended_just_after_its_slip_is_finished_by_the_target() -> N
     )
     assert [r.kind for r in result.trace.rounds] == ["draft", "correction", "completion"]
     assert result.stop_reason == "target_completed"
+
+
+def test_a_finish_that_needs_more_than_a_few_tokens_gets_the_whole_budget() -> None:
+    """The key the reply left out holds a list of objects: the finish's few tokens ran out, and
+    the text was returned incomplete (SmolLM2 through llama.cpp, a team's players). The target
+    goes on with its whole completion budget."""
+    player = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    schema = {
+        "type": "object",
+        "properties": {"team": {"type": "string"}, "players": {"type": "array", "items": player}},
+        "required": ["team", "players"],
+        "additionalProperties": False,
+    }
+    api = ScriptedAPI("", drafts=['{"team": "Oslo"}'])
+    result = run(api, schema, ScriptedTarget("[", '{"name": "Ann"}, {"name": "Bo', '"}]}'))
+    assert (result.text, result.valid, result.api_calls) == (
+        '{"team": "Oslo", "players": [{"name": "Ann"}, {"name": "Bo"}]}',
+        True,
+        1,
+    )
+    assert [r.kind for r in result.trace.rounds] == [
+        "draft",
+        "correction",
+        "completion",
+        "completion",
+    ]
 
 
 ORDER = {
