@@ -246,10 +246,26 @@ class Correcting:
         deepest = max(self._deepest, deepest_indent(new))
         return padding(self._blanks + run if len(run) == len(new) else run, deepest, past)
 
+    def _wide_blanks(self) -> torch.Tensor | None:
+        """Tokens of blanks that would take the line's gap (its indentation, or a gap without a
+        line end) past the text's deepest indentation and `blank_depth` more: one of them is
+        padding all at once (seen: SmolLM2 wrote one token of 59 spaces after `"severity":`;
+        `_padding` refuses only the blanks after it)."""
+        past = self.policy.blank_depth
+        if past is None:
+            return None
+        new = self.new
+        run = new[len(new.rstrip()) :]
+        run = self._blanks + run if len(run) == len(new) else run
+        gap = len(run) - (run.rfind(b"\n") + 1)
+        vocab = self.vocab
+        after = torch.where(vocab.new_line, vocab.blank_width, vocab.blank_width + gap)
+        return vocab.blanks & (after > max(self._deepest, deepest_indent(new)) + past)
+
     def _refused(self) -> torch.Tensor | None:
-        """Tokens not to choose (None: none): blanks past max_blank_run, a digit past
-        max_digit_run, a loop's next copy."""
-        refused = self.vocab.blanks if self._padding() else None
+        """Tokens not to choose (None: none): blanks past max_blank_run (or wider than the
+        text's indentation allows), a digit past max_digit_run, a loop's next copy."""
+        refused = self.vocab.blanks if self._padding() else self._wide_blanks()
         if digit_run(self.new, self.policy.max_digit_run):
             refused = self.vocab.digits if refused is None else refused | self.vocab.digits
         again = None

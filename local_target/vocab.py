@@ -54,6 +54,14 @@ class Vocabulary:
             ]
         ] = True
 
+        # For each token of blanks only, how far it takes the line's gap: the blanks after its
+        # last line end (`new_line`), or all of them, added to the gap before it.
+        widths = [
+            (len(b), b.rfind(b"\n")) if self.blanks[i] else (0, -1)
+            for i, b in enumerate(self.token_bytes)
+        ]
+        self.blank_width = torch.tensor([w - (n + 1) for w, n in widths])
+        self.new_line = torch.tensor([n >= 0 for _, n in widths])
         # Tokens that start with a digit.
         self.digits = torch.zeros(n_logits, dtype=torch.bool)
         self.digits[

@@ -82,3 +82,15 @@ def test_a_model_that_loves_blanks_indents_no_deeper_than_the_text_and_a_level(
     c = made.correct("Write JSON.", committed, JSON, max_tokens=40, until="complete")
     assert JSON.check(committed + c.text).valid
     assert deepest_line(c.text) <= limit + 1 and line_ends(c.text) <= 4, repr(c.text)
+
+
+def test_no_token_of_blanks_pads_past_the_limit_at_once() -> None:
+    """SmolLM2 has tokens of up to 64 spaces, and wrote one of 59 after `"severity":`: the run
+    was past the limit before the rule could see it. A token that would take a line's gap past
+    it is refused too."""
+    made = blank_loving("smollm2")
+    widest = max(len(made.vocab.token_bytes[i]) for i in made.vocab.blanks.nonzero().flatten())
+    assert widest > 32
+    c = made.correct("Write JSON.", '{"a": [1, 2', JSON, max_tokens=40, until="complete")
+    assert JSON.check('{"a": [1, 2' + c.text).valid
+    assert deepest_line(c.text) <= DEFAULT_POLICY.blank_depth, repr(c.text)
