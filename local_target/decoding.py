@@ -244,7 +244,14 @@ class Correcting:
         if past is None or (new and not run):
             return False
         deepest = max(self._deepest, deepest_indent(new))
-        return padding(self._blanks + run if len(run) == len(new) else run, deepest, past)
+        return padding(self._blank_run(), deepest, past)
+
+    def _blank_run(self) -> bytes:
+        """The blanks the text ends in: the new text's, and the committed text's before them
+        where the new text is all blanks."""
+        new = self.new
+        run = bytes(new[len(new.rstrip()) :])
+        return self._blanks + run if len(run) == len(new) else run
 
     def _wide_blanks(self) -> torch.Tensor | None:
         """Tokens of blanks that would take the line's gap (its indentation, or a gap without a
@@ -254,13 +261,11 @@ class Correcting:
         past = self.policy.blank_depth
         if past is None:
             return None
-        new = self.new
-        run = new[len(new.rstrip()) :]
-        run = self._blanks + run if len(run) == len(new) else run
+        run = self._blank_run()
         gap = len(run) - (run.rfind(b"\n") + 1)
         vocab = self.vocab
         after = torch.where(vocab.new_line, vocab.blank_width, vocab.blank_width + gap)
-        return vocab.blanks & (after > max(self._deepest, deepest_indent(new)) + past)
+        return vocab.blanks & (after > max(self._deepest, deepest_indent(self.new)) + past)
 
     def _refused(self) -> torch.Tensor | None:
         """Tokens not to choose (None: none): blanks past max_blank_run (or wider than the

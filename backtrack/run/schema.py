@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 from grammars.errors import GrammarError
 from grammars.grammar import Grammar, SchemaParts
 from grammars.json_schema.build import repeated_member
-from grammars.json_schema.order import in_text_order
+from grammars.json_schema.order import in_text_order, repeated_in_prefix
 
 if TYPE_CHECKING:
     from backtrack.run.output import Output
@@ -39,7 +39,8 @@ logger = logging.getLogger(__name__)
 MAX_VALIDATOR_CUTS = 3
 # After an object's last key, what no order of the schema goes on from: its comma, blanks, and a
 # key begun (the any-order grammar takes another key there, even one the object has).
-_DEAD_END = re.compile(r'\s*,\s*(?:"(?:[^"\\]|\\.)*)?')
+_DEAD_END = re.compile(r'\s*(?:,\s*)?(?:"(?:[^"\\]|\\.)*)?')
+_MOST_REPEATS = 8  # repeated members deleted before a target call, at most
 _FRACTION = re.compile(r"-?[0-9]+(\.[0-9]+)(?![0-9.eE])")  # a number's fraction, no exponent
 
 
@@ -137,18 +138,40 @@ class SchemaSettling:
         listed in the order of the text's objects where that takes the text: either way the
         target writes each key once and every required key. Where that order takes all but a
         dead end the any-order grammar let through (a comma after an object's last key, a key
-        begun after it), the dead end is taken back. Else (a key written twice, say) the drafts'
-        any-order grammar, which lets a key repeat; the final check still holds."""
-        text = output.text
+        begun after it), the dead end is taken back; where the text has a member whose key its
+        object already has, that member is deleted, as at the end (`settle`). Else the drafts'
+        any-order grammar, which lets a key repeat (a small model wrote `"place"` again and
+        again, 491 tokens); the final check still holds."""
         strict = self._parts.strict
-        if strict is None or strict.check(text).chars == len(text):
-            return strict or self.grammar
+        if strict is None:
+            return self.grammar
+        for _ in range(_MOST_REPEATS):
+            grammar = self._taking(strict, output)
+            repeated = repeated_in_prefix(output.text) if grammar is None else None
+            if repeated is None:
+                return grammar or self.grammar
+            start, end = repeated
+            if end == len(output.text):  # the text ends in its value: taken back
+                output.take_back(max(start, output.promised))
+            elif start >= output.promised:
+                output.delete(start, end)
+            else:
+                return self.grammar
+            logger.debug("JSON schema: a repeated key's member deleted at character %d", start)
+        return self._taking(strict, output) or self.grammar
+
+    def _taking(self, strict: Grammar, output: Output) -> Grammar | None:
+        """The schema's grammar in its own order or the text's that takes the text (a dead end
+        taken back); None: none."""
+        text = output.text
+        if strict.check(text).chars == len(text):
+            return strict
         ordered = self._in_text_order(strict, text)
         at = len(text) if ordered is None else ordered.check(text).chars
         if ordered is None or at == len(text):
-            return ordered or self.grammar
+            return ordered
         if at < output.promised or not _DEAD_END.fullmatch(text, at):
-            return self.grammar
+            return None
         logger.debug("JSON schema: a dead end taken back at character %d", at)
         output.take_back(at)
         return ordered

@@ -23,7 +23,7 @@ from typing import Any
 
 from grammars.json_schema.checks import resolve_ref
 
-__all__ = ["in_text_order"]
+__all__ = ["in_text_order", "repeated_in_prefix"]
 
 Path = tuple[str | int, ...]
 _BRANCHES = ("anyOf", "oneOf", "allOf")
@@ -44,6 +44,17 @@ class _Object:
     keys: list[str] = field(default_factory=list)
     partial: str | None = None
     closed: bool = False
+    # Its whole members: (key, where the member before it ends, where its value ends).
+    members: list[tuple[str, int, int]] = field(default_factory=list)
+    member_from: int = 0
+    in_value: bool = False  # after a key, until its value ends
+
+    def end_member(self, text: str, at: int) -> None:
+        """The value of the member being read ends before `at` (a comma or the closing brace)."""
+        if self.in_value:
+            end = len(text[:at].rstrip())
+            self.members.append((self.keys[-1], self.member_from, end))
+            self.member_from, self.in_value = end, False
 
     def step(self) -> str:
         """The key of the value being written."""
@@ -80,6 +91,21 @@ def in_text_order(schema: dict[str, Any], text: str) -> dict[str, Any] | None:
                     node["required"] = [k for k in node["required"] if k in obj.keys]
                     changed = True
     return out if changed else None
+
+
+def repeated_in_prefix(text: str) -> tuple[int, int] | None:
+    """In a JSON text or a prefix of one, a member whose key its object already has: (start,
+    end) to delete it, from the end of the member before it (its comma goes too) to the end of
+    its value, as `build.repeated_member` finds one in a whole text, or to the text's end where
+    the text ends in its value. None: none."""
+    for obj in _objects(text):
+        seen: set[str] = set()
+        last = [(obj.keys[-1], obj.member_from, len(text))] if obj.in_value else []
+        for key, start, end in obj.members + last:
+            if key in seen:
+                return start, end
+            seen.add(key)
+    return None
 
 
 def _lacks(root: dict[str, Any], obj: _Object) -> bool:
@@ -171,13 +197,14 @@ def _objects(text: str) -> list[_Object]:
                     top.partial = _decoded(text[at + 1 :])
                 else:
                     top.keys.append(_decoded(text[at + 1 : end - 1]))
+                    top.in_value = True
                 key_next = False
             at = len(text) if end is None else end
             continue
         if char in "{[":
             path = () if top is None else (*top.path, top.step())
             if char == "{":
-                found.append(_Object(path))
+                found.append(_Object(path, member_from=at + 1))
                 stack.append(found[-1])
                 key_next = True
             else:
@@ -185,11 +212,13 @@ def _objects(text: str) -> list[_Object]:
         elif char in "}]" and stack:
             closed = stack.pop()
             if isinstance(closed, _Object):
+                closed.end_member(text, at)
                 closed.closed = True
         elif char == "," and top is not None:
             if isinstance(top, _Array):
                 top.items += 1
             else:
+                top.end_member(text, at)
                 key_next = True
         at += 1
     return found

@@ -432,3 +432,14 @@ def test_a_comma_after_an_objects_last_key_is_taken_back_for_the_target() -> Non
     result = run(GRAMMAR, draft, target)
     assert (result.text, result.valid) == ('{"tags": ["x"], "age": 1, "name": "A"}', True)
     assert [s.text for s in result.trace.spans if s.origin == "deleted"] == [', "']
+
+
+def test_a_key_its_object_has_is_taken_back_before_the_target_writes() -> None:
+    """The API's reply ends in the value of a key its object already has: under the any-order
+    grammar the target wrote keys again and again (SmolLM2, a user's settings: 192 tokens). The
+    repeated member is taken back, and the target writes under the schema's order."""
+    draft = '{"name": "A", "age": 1, "name": '
+    target = ScriptedTarget(' "tags": []}')
+    result = run(GRAMMAR, draft, target, max_corrections=0)
+    assert (result.text, result.valid) == ('{"name": "A", "age": 1, "tags": []}', True)
+    assert target.grammars[0] is STRICT

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from grammars import Grammar
-from grammars.json_schema.order import MAX_OWN_ITEMS, in_text_order
+from grammars.json_schema.order import MAX_OWN_ITEMS, in_text_order, repeated_in_prefix
 
 
 def obj(**properties: Any) -> dict[str, Any]:
@@ -123,3 +123,19 @@ def test_items_past_the_bound_keep_the_shared_schema() -> None:
     ):
         ordered = in_text_order(schema, text)
         assert ordered is not None and ("prefixItems" in json.dumps(ordered)) == own
+
+
+@pytest.mark.parametrize(
+    ("text", "repeated"),
+    [
+        ('{"a": 1, "b": {"x": 2}, "a": [3, 4], "c"', ', "a": [3, 4]'),
+        ('{"a": {"b": 1, "b": 2}}', ', "b": 2'),
+        ('{"t": "dark"\n\n,\n "t": \n 5', '\n\n,\n "t": \n 5'),  # its value goes to the end
+        ('[{"p": "L", "p"\n :"P", "q": 1}]', ', "p"\n :"P"'),
+        ('{"a": 1, "b": "a", "c": {"a": 2}}', None),  # a value, another object's key
+        ('{"a": 1, "a', None),  # a key begun
+    ],
+)
+def test_a_member_whose_key_its_object_has(text: str, repeated: str | None) -> None:
+    found = repeated_in_prefix(text)
+    assert (found and text[found[0] : found[1]]) == repeated
