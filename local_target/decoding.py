@@ -263,9 +263,7 @@ class Correcting:
             return None
         run = self._blank_run()
         gap = len(run) - (run.rfind(b"\n") + 1)
-        vocab = self.vocab
-        after = torch.where(vocab.new_line, vocab.blank_width, vocab.blank_width + gap)
-        return vocab.blanks & (after > max(self._deepest, deepest_indent(self.new)) + past)
+        return self.vocab.wide_blanks(gap, max(self._deepest, deepest_indent(self.new)) + past)
 
     def _refused(self) -> torch.Tensor | None:
         """Tokens not to choose (None: none): blanks past max_blank_run (or wider than the

@@ -60,13 +60,28 @@ class Vocabulary:
             (len(b), b.rfind(b"\n")) if self.blanks[i] else (0, -1)
             for i, b in enumerate(self.token_bytes)
         ]
-        self.blank_width = torch.tensor([w - (n + 1) for w, n in widths])
-        self.new_line = torch.tensor([n >= 0 for _, n in widths])
+        self._blank_width = torch.tensor([w - (n + 1) for w, n in widths])
+        self._new_line = torch.tensor([n >= 0 for _, n in widths])
+        self._wide: dict[tuple[int, int], torch.Tensor | None] = {}
         # Tokens that start with a digit.
         self.digits = torch.zeros(n_logits, dtype=torch.bool)
         self.digits[
             [i for i, b in enumerate(self.token_bytes) if b[:1].isdigit() and i not in self.special]
         ] = True
+
+    def wide_blanks(self, gap: int, most: int) -> torch.Tensor | None:
+        """Tokens of blanks that would take a line's gap of `gap` blanks (its indentation, or a
+        gap without a line end) past `most`: a token with a line end, by its blanks after the
+        last one. None: no token does."""
+        key = (gap, most)
+        if key not in self._wide:
+            width = self._blank_width
+            after = torch.where(self._new_line, width, width + gap)
+            wide = self.blanks & (after > most)
+            if len(self._wide) >= _MOST_WIDE:
+                self._wide.clear()
+            self._wide[key] = wide if bool(wide.any()) else None
+        return self._wide[key]
 
     def encode(self, text: str) -> list[int]:
         """The canonical tokenization of `text` (no special tokens); decodes back to `text`."""
@@ -97,6 +112,9 @@ class Vocabulary:
         bits = np.frombuffer(matcher.compute_bitmask(), dtype=np.uint8)
         allowed = np.unpackbits(bits, bitorder="little")[: self.n_logits]
         return torch.from_numpy(allowed.astype(bool))
+
+
+_MOST_WIDE = 256  # (gap, most) pairs `wide_blanks` keeps
 
 
 class _Prefixes:

@@ -52,7 +52,9 @@ class _Object:
     def end_member(self, text: str, at: int) -> None:
         """The value of the member being read ends before `at` (a comma or the closing brace)."""
         if self.in_value:
-            end = len(text[:at].rstrip())
+            end = at
+            while text[end - 1] in " \t\r\n":  # a value precedes: no further back than it
+                end -= 1
             self.members.append((self.keys[-1], self.member_from, end))
             self.member_from, self.in_value = end, False
 
