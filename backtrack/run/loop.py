@@ -33,9 +33,9 @@ from backtrack.run.budget import Budget
 from backtrack.run.correction_round import CorrectionRound, TargetCall
 from backtrack.run.draft_round import DraftRound, ReplyEnd
 from backtrack.run.options import GuideOptions
-from backtrack.run.output import REPAIR_LIMITS, Output
+from backtrack.run.output import Output
 from backtrack.run.schema import policy_for
-from backtrack.run.trailing import HandBack, close_up, open_line_after_answer
+from backtrack.run.trailing import HandBack, close_up, final_point
 from backtrack.trace.record import Round, StopReason, Trace
 from backtrack.trace.result import GuideResult
 from providers.base import AsyncDraftStream, DraftRequest, DraftStream, Prompt, Usage
@@ -95,21 +95,9 @@ class GuideLoop:
         return self.output.text
 
     def final_chars(self) -> int:
-        """How many characters of `text` are final: no later step changes them (never fewer than
-        an earlier call said). A repair takes back at most `REPAIR_LIMITS.max_back` characters
-        and none before the last edit's end; a complete text's trailing blanks may go with
-        dropped trailing text, so a final part never ends in a blank run it could be part of,
-        nor takes in a line after a complete text before the line ends (it may be commentary).
-        Under a JSON schema, less may be final before the run ends (`schema.final_limit`)."""
-        output = self.output
-        text, edit_end = output.text, output.edit_end
-        final = max(edit_end, len(text) - REPAIR_LIMITS.max_back)
-        final = min(final, open_line_after_answer(output) or final)
-        while final > edit_end and text[final - 1].isspace():
-            final -= 1
-        final = min(final, self.schema.final_limit(output))
-        output.promised = max(output.promised, final)
-        return output.promised
+        """How many characters of `text` are final (`trailing.final_point`); under a JSON
+        schema, less may be final before the run ends (`schema.final_limit`)."""
+        return final_point(self.output, self.schema.final_limit(self.output))
 
     def step(self) -> Step:
         while self.stop_reason in _COMPLETE and not self.schema.met(self.text):

@@ -286,6 +286,22 @@ def _quote(checker: Checker, following: frozenset[int]) -> str | None:
     return None
 
 
+def final_point(output: Output, limit: int) -> int:
+    """How many characters of the output's text are final: no later step changes them (never
+    fewer than an earlier call said), and at most `limit`. A repair takes back at most
+    `REPAIR_LIMITS.max_back` characters and none before the last edit's end; a complete text's
+    trailing blanks may go with dropped trailing text, so a final part never ends in a blank run
+    it could be part of, nor takes in a line after a complete text before the line ends (it may
+    be commentary)."""
+    text, edit_end = output.text, output.edit_end
+    final = max(edit_end, len(text) - REPAIR_LIMITS.max_back)
+    final = min(final, open_line_after_answer(output) or final)
+    while final > edit_end and text[final - 1].isspace():
+        final -= 1
+    output.promised = max(output.promised, min(final, limit))
+    return output.promised
+
+
 def close_up(output: Output, met: Callable[[str], bool]) -> bool:
     """Where the text lacks only closers (`closing`), and `met` takes the text they complete (a
     JSON schema's required keys are there), write them, as an edit."""
