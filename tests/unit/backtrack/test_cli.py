@@ -700,17 +700,20 @@ def test_run_prints_the_text_and_a_summary(
 
 @pytest.mark.e2e
 @pytest.mark.parametrize(
-    ("repairs", "expected"),
+    ("repairs", "first", "expected"),
     [
         # The stray "}" where "]" belongs is replaced; the text still is not finished.
         pytest.param(
             [],
+            '{"a": [[["x", 1}',
             [(0, "draft", '{"a": [[["x", 1'), (0, "skipped", "}"), (0, "edit", "]")],
             id="repairs",
         ),
+        # Cut after a key: the one token cannot give it a value, nor can closers.
         pytest.param(
             ["--repair-window", "0"],
-            [(0, "draft", '{"a": [[["x", 1'), (0, "rejected", "}")],
+            '{"a": [[["x", 1]]], "b"}',
+            [(0, "draft", '{"a": [[["x", 1]]], "b"'), (0, "rejected", "}")],
             id="no-repairs",
         ),
     ],
@@ -721,12 +724,13 @@ def test_run_that_cannot_finish_exits_1(
     default_target: Any,
     openai_server: MockServer,
     repairs: list[str],
+    first: str,
     expected: list[tuple[int, str, str]],
 ):
     """No correction and one token to finish with: the API's text is what comes out, and it is
     not finished. (A reply that stops short is continued by the API once: its second reply
-    stops short too, after a comma, where no closer ends the text.)"""
-    openai_server.script(text('{"a": [[["x", 1}'), text(", 2, "))
+    stops short too, after a key, where neither one token nor closers end the text.)"""
+    openai_server.script(text(first), text(', 2, {"b"'))
     argv = ["-p", "openai:gpt-test", "--base-url", f"{openai_server.url}/v1", "--json"]
     budget = ["--max-corrections", "0", "--completion-tokens", "1"]
     code, out, _ = run_cli("run", PROMPT, *argv, *budget, *repairs)
