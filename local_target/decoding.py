@@ -100,7 +100,7 @@ class Correcting:
         self.flags: list[TokenFlag] = []
         self.pieces: list[bytes] = []  # the new bytes each token added
         self.new = bytearray()
-        # The committed text's blanks at its end, and its deepest indentation (`_padding`).
+        # The committed text's blanks at its end, and its deepest indentation (`_blanks_refused`).
         self._blanks = committed[len(committed.rstrip()) :]
         self._deepest = deepest_indent(committed)
         self.mask_seconds = 0.0
@@ -233,42 +233,30 @@ class Correcting:
         self.tokens.append(token)
         self.flags.append(flag)
 
-    def _padding(self) -> bool:
-        """The new text ends in a run of `max_blank_run` blank bytes, or the text (the committed
-        text's end and the new text) in blanks past its own indentation (`repeats.padding`)."""
-        new = self.new
-        run = new[len(new.rstrip()) :]
-        if len(run) >= self.policy.max_blank_run:
-            return True
-        past = self.policy.blank_depth
-        if past is None or (new and not run):
-            return False
-        deepest = max(self._deepest, deepest_indent(new))
-        return padding(self._blank_run(), deepest, past)
-
-    def _blank_run(self) -> bytes:
-        """The blanks the text ends in: the new text's, and the committed text's before them
-        where the new text is all blanks."""
+    def _blanks_refused(self) -> torch.Tensor | None:
+        """Tokens of blanks not to choose (None: none): all of them where the text ends in
+        padding, a run of `max_blank_run` blank bytes in the new text, or blanks past the text's
+        own indentation (the committed text's end and the new text: `repeats.padding`); else
+        those that would take the line's gap past that at once (seen: SmolLM2 wrote one token of
+        59 spaces after `"severity":`)."""
         new = self.new
         run = bytes(new[len(new.rstrip()) :])
-        return self._blanks + run if len(run) == len(new) else run
-
-    def _wide_blanks(self) -> torch.Tensor | None:
-        """Tokens of blanks that would take the line's gap (its indentation, or a gap without a
-        line end) past the text's deepest indentation and `blank_depth` more: one of them is
-        padding all at once (seen: SmolLM2 wrote one token of 59 spaces after `"severity":`;
-        `_padding` refuses only the blanks after it)."""
+        if len(run) >= self.policy.max_blank_run:
+            return self.vocab.blanks
         past = self.policy.blank_depth
         if past is None:
             return None
-        run = self._blank_run()
-        gap = len(run) - (run.rfind(b"\n") + 1)
-        return self.vocab.wide_blanks(gap, max(self._deepest, deepest_indent(self.new)) + past)
+        deepest = max(self._deepest, deepest_indent(new))
+        blanks = self._blanks + run if len(run) == len(new) else run  # the committed text's too
+        if (run or not new) and padding(blanks, deepest, past):
+            return self.vocab.blanks
+        gap = len(blanks) - (blanks.rfind(b"\n") + 1)
+        return self.vocab.wide_blanks(gap, deepest + past)
 
     def _refused(self) -> torch.Tensor | None:
         """Tokens not to choose (None: none): blanks past max_blank_run (or wider than the
         text's indentation allows), a digit past max_digit_run, a loop's next copy."""
-        refused = self.vocab.blanks if self._padding() else self._wide_blanks()
+        refused = self._blanks_refused()
         if digit_run(self.new, self.policy.max_digit_run):
             refused = self.vocab.digits if refused is None else refused | self.vocab.digits
         again = None
