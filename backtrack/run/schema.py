@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Protocol
 
 from grammars.errors import GrammarError
 from grammars.grammar import Grammar, SchemaParts
-from grammars.json_schema.build import repeated_member
 from grammars.json_schema.order import in_text_order, repeated_in_prefix
 
 if TYPE_CHECKING:
@@ -223,7 +222,7 @@ class SchemaSettling:
         refuses, or the API writing a key twice): its later member is deleted, comma and value,
         and the text after it read again (JSON without a member: the same grammar takes it). Not
         before a point already passed on as final."""
-        repeated = repeated_member(output.text)
+        repeated = repeated_in_prefix(output.text)
         if repeated is None or repeated[0] < output.promised:
             return False
         output.delete(*repeated)

@@ -214,34 +214,6 @@ class Validator:
         return at
 
 
-def repeated_member(text: str) -> tuple[int, int] | None:
-    """In a JSON `text`, the first member whose key its object already has: (start, end) to
-    delete it, from the end of the member before it (its comma goes too) to the end of its value.
-    None when no key repeats or the text is not JSON."""
-    try:
-        return _repeat_in(text, _skip(text, 0))
-    except (ValueError, IndexError, RecursionError):  # not JSON; nested past what _load reads
-        return None
-
-
-def _repeat_in(text: str, at: int) -> tuple[int, int] | None:
-    if text[at] not in "{[":
-        return None
-    seen: set[str] = set()
-    previous_end = at + 1
-    for key, value_at in _members(text, at):
-        end = _DECODER.raw_decode(text, value_at)[1]
-        if key is not None and key in seen:
-            return previous_end, end
-        if key is not None:
-            seen.add(key)
-        inner = _repeat_in(text, value_at)
-        if inner is not None:
-            return inner
-        previous_end = end
-    return None
-
-
 def _too_deep(text: str, message: str, byte_offset: int = 0) -> TextError:
     raw = text.encode("utf-8", "surrogatepass")
     return TextError(

@@ -96,18 +96,20 @@ def in_text_order(schema: dict[str, Any], text: str) -> dict[str, Any] | None:
 
 
 def repeated_in_prefix(text: str) -> tuple[int, int] | None:
-    """In a JSON text or a prefix of one, a member whose key its object already has: (start,
-    end) to delete it, from the end of the member before it (its comma goes too) to the end of
-    its value, as `build.repeated_member` finds one in a whole text, or to the text's end where
-    the text ends in its value. None: none."""
+    """In a JSON text or a prefix of one, the first member (in the text's order) whose key its
+    object already has: (start, end) to delete it, from the end of the member before it (its
+    comma goes too) to the end of its value, or to the text's end where the text ends in its
+    value. None: none."""
+    found: list[tuple[int, int]] = []
     for obj in _objects(text):
         seen: set[str] = set()
         last = [(obj.keys[-1], obj.member_from, len(text))] if obj.in_value else []
         for key, start, end in obj.members + last:
             if key in seen:
-                return start, end
+                found.append((start, end))
+                break
             seen.add(key)
-    return None
+    return min(found, default=None)
 
 
 def _lacks(root: dict[str, Any], obj: _Object) -> bool:

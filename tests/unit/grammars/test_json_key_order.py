@@ -130,6 +130,7 @@ def test_items_past_the_bound_keep_the_shared_schema() -> None:
     [
         ('{"a": 1, "b": {"x": 2}, "a": [3, 4], "c"', ', "a": [3, 4]'),
         ('{"a": {"b": 1, "b": 2}}', ', "b": 2'),
+        ('{"a": {"x": 1, "x": 2}, "a": 3}', ', "x": 2'),  # the first in the text's order
         ('{"t": "dark"\n\n,\n "t": \n 5', '\n\n,\n "t": \n 5'),  # its value goes to the end
         ('[{"p": "L", "p"\n :"P", "q": 1}]', ', "p"\n :"P"'),
         ('{"a": 1, "b": "a", "c": {"a": 2}}', None),  # a value, another object's key
