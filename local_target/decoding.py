@@ -9,8 +9,9 @@ A correction writes after the committed text under the grammar's matcher, step b
   that equal them cost no further pass (the tokens chosen are the same);
 - opportunistic masks (DESIGN 8, local_target.sampling): the model's own choice is checked
   first, the full mask computed only when the grammar refuses it;
-- the closing bias: in the last part of a completion budget (`until="complete"`), closing
-  tokens (quotes, brackets, ';', EOS) get a bonus, so the text ends rather than rambles on;
+- the closing bias: in the last part of a completion budget (`until="complete"`), and past its
+  first `closing_after` tokens, closing tokens (quotes, brackets, ';', EOS) get a bonus, so the
+  text ends rather than rambles on;
 - the stop rules: EOS, or at a complete point a choice the grammar refuses ("eos"); nothing may
   follow ("grammar_end"); a lexeme ended ("terminal"); the budget spent ("max_tokens"), but never
   inside a character or the healed token.

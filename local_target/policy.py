@@ -19,7 +19,8 @@ class DecodingPolicy:
 
     The closing window of a completion budget of `max_tokens` is its last
     `max_tokens // closing_share` tokens, but at least `closing_min` and at most `closing_max`:
-    `closing_window(12) == 4`, `closing_window(512) == 32`.
+    `closing_window(12) == 4`, `closing_window(512) == 32`; and, however large the budget, every
+    token after the first `closing_after`.
     """
 
     closing_bonus: float = 10.0
@@ -27,6 +28,10 @@ class DecodingPolicy:
     closing_share: int = 4
     closing_min: int = 4
     closing_max: int = 32
+    closing_after: int = 64
+    """A completion writes what the API left, not a document of its own: past this many tokens
+    it is in its closing window, whatever its budget (seen: SmolLM2 finishing a bug report's
+    list of steps with 498 tokens of counting, `"2, 2, 2, ..."`, before its last 32 closed it)."""
     lexeme_ends: frozenset[int] = frozenset(b",:;()[]{}\"'`=<>+-*/%|&!?. \t\r\n")
     """A "terminal" correction stops once a token ends in one of these bytes (punctuation or
     whitespace): the drafter is better placed to write the next word."""
@@ -68,6 +73,8 @@ class DecodingPolicy:
             raise ValueError(f"speculate must be >= 0, got {self.speculate}")
         if not 0 <= self.selective_share <= 1:
             raise ValueError(f"selective_share must be in [0, 1], got {self.selective_share}")
+        if self.closing_after < 0:
+            raise ValueError(f"closing_after must be >= 0, got {self.closing_after}")
         if not 0 <= self.closing_min <= self.closing_max:
             raise ValueError(
                 "closing_min and closing_max must satisfy 0 <= closing_min <= closing_max,"
@@ -77,7 +84,8 @@ class DecodingPolicy:
     def closing_window(self, max_tokens: int) -> int:
         """How many tokens before the end of a completion budget the closing bias starts."""
         share = max_tokens // self.closing_share
-        return min(self.closing_max, max(self.closing_min, share))
+        window = min(self.closing_max, max(self.closing_min, share))
+        return max(window, max_tokens - self.closing_after)
 
     def ends_lexeme(self, new: bytes | bytearray, until: Until) -> bool:
         """A "terminal" correction that wrote `new` (something besides blanks) may stop here."""

@@ -43,6 +43,18 @@ _MOST_REPEATS = 8  # repeated members deleted before a target call, at most
 _FRACTION = re.compile(r"-?[0-9]+(\.[0-9]+)(?![0-9.eE])")  # a number's fraction, no exponent
 
 
+def _delete_member(output: Output, start: int, end: int) -> bool:
+    """Deletes the member from `start` to `end` (its comma, key and value), where nothing final
+    goes: where the final point is past its start and what follows it begins as the member did
+    (the schema's order took its `, "` as the next key's), that next member's separator goes
+    instead (`, "b": 2, "c"` loses `b": 2, "`), the same text either way. False: it cannot."""
+    text, shift = output.text, max(0, output.promised - start)
+    if text[start : start + shift] != text[end : end + shift]:
+        return False
+    output.delete(start + shift, end + shift)
+    return True
+
+
 @dataclass(frozen=True)
 class Settled:
     """How a complete but invalid text was changed: changed in place (`cut` False: check it
@@ -138,9 +150,10 @@ class SchemaSettling:
         target writes each key once and every required key. Where that order takes all but a
         dead end the any-order grammar let through (a comma after an object's last key, a key
         begun after it), the dead end is taken back; where the text has a member whose key its
-        object already has, that member is deleted, as at the end (`settle`). Else the drafts'
-        any-order grammar, which lets a key repeat (a small model wrote `"place"` again and
-        again, 491 tokens); the final check still holds."""
+        object already has, that member is deleted, as at the end (`settle`), or the text taken
+        back to it where it is the text's end or cannot be deleted past the final point: under
+        the drafts' any-order grammar, which lets a key repeat, a small model wrote `"nights"`
+        again and again, 491 tokens. Else that grammar; the final check still holds."""
         strict = self._parts.strict
         if strict is None:
             return self.grammar
@@ -150,12 +163,8 @@ class SchemaSettling:
             if repeated is None:
                 return grammar or self.grammar
             start, end = repeated
-            if end == len(output.text):  # the text ends in its value: taken back
+            if end == len(output.text) or not _delete_member(output, start, end):
                 output.take_back(max(start, output.promised))
-            elif start >= output.promised:
-                output.delete(start, end)
-            else:
-                return self.grammar
             logger.debug("JSON schema: a repeated key's member deleted at character %d", start)
         return self._taking(strict, output) or self.grammar
 
@@ -223,9 +232,8 @@ class SchemaSettling:
         and the text after it read again (JSON without a member: the same grammar takes it). Not
         before a point already passed on as final."""
         repeated = repeated_in_prefix(output.text)
-        if repeated is None or repeated[0] < output.promised:
+        if repeated is None or not _delete_member(output, *repeated):
             return False
-        output.delete(*repeated)
         logger.debug("JSON schema: a repeated key's member deleted at character %d", repeated[0])
         return True
 

@@ -443,3 +443,36 @@ def test_a_key_its_object_has_is_taken_back_before_the_target_writes() -> None:
     result = run(GRAMMAR, draft, target, max_corrections=0)
     assert (result.text, result.valid) == ('{"name": "A", "age": 1, "tags": []}', True)
     assert target.grammars[0] is STRICT
+
+
+@pytest.mark.parametrize(
+    ("draft", "written", "text", "deleted"),
+    [
+        (
+            '{"name": "A", "age": 1, "name": "B", "tags": ["x"',
+            "]}",
+            '{"name": "A", "age": 1, "tags": ["x"]}',
+            'name": "B", "',
+        ),
+        # Another separator after it: taken back to the final point, the target writes on.
+        (
+            '{"name": "A", "age": 1, "name": "B",\n"tags": ["x"',
+            'tags": ["y"]}',
+            '{"name": "A", "age": 1, "tags": ["y"]}',
+            'name": "B",\n"tags": ["x"',
+        ),
+    ],
+    ids=["deleted", "taken-back"],
+)
+def test_a_key_its_object_has_past_the_final_point_goes_before_the_target_writes(
+    draft: str, written: str, text: str, deleted: str
+) -> None:
+    """The schema's order took the repeated member's `, "` as its next key's, and that is final:
+    the member cannot be deleted from its comma, and under the any-order grammar a target wrote
+    `"nights"` again and again (SmolLM2 planning a trip, 491 tokens). The next member's
+    separator goes in its place, or the text is taken back to the final point."""
+    target = ScriptedTarget(written)
+    result = run(GRAMMAR, draft, target, max_corrections=0)
+    assert (result.text, result.valid) == (text, True)
+    assert target.grammars == [STRICT]
+    assert [s.text for s in result.trace.spans if s.origin == "deleted"] == [deleted]

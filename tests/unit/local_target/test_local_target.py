@@ -458,13 +458,29 @@ def test_closing_bias_only_at_the_end_of_a_completion_and_flagged(target: Any, n
     assert "closing" in c.flags or len(c.tokens) <= start
 
 
+@pytest.mark.parametrize("name", TARGET_IDS)
+def test_a_long_completion_closes_after_its_first_tokens(target: Any, name: str) -> None:
+    """Past `closing_after` tokens a completion is in its closing window whatever its budget: a
+    small model finishing a list counted on for 498 tokens before its last 32 closed it."""
+    made = target(name)
+    policy = DecodingPolicy(closing_after=6)
+    session = made.session(PROMPT)
+    c = session.correct('{"a": ["', JSON, max_tokens=96, until="complete", policy=policy)
+    assert_sound(made, JSON, '{"a": ["', c)
+    assert "closing" not in c.flags[:6]
+    assert all(f in ("closing", "forced") for f in c.flags[6:]), c.flags
+    assert len(c.tokens) < 48, c.text
+
+
 @pytest.mark.parametrize(
-    ("max_tokens", "window"), [(1, 4), (12, 4), (16, 4), (20, 5), (128, 32), (512, 32)]
+    ("max_tokens", "quarter", "window"),
+    [(1, 4, 4), (12, 4, 4), (20, 5, 5), (80, 20, 20), (96, 24, 32), (128, 32, 64), (512, 32, 448)],
 )
-def test_closing_window_is_a_quarter_of_the_budget_within_4_to_32(
-    max_tokens: int, window: int
+def test_closing_window_is_a_quarter_of_the_budget_within_4_to_32_or_all_after_64_tokens(
+    max_tokens: int, quarter: int, window: int
 ) -> None:
     assert DecodingPolicy().closing_window(max_tokens) == window
+    assert DecodingPolicy(closing_after=max_tokens).closing_window(max_tokens) == quarter
 
 
 @pytest.mark.parametrize(
@@ -472,6 +488,7 @@ def test_closing_window_is_a_quarter_of_the_budget_within_4_to_32(
     [
         {"closing_share": 0},
         {"closing_min": -1},
+        {"closing_after": -1},
         {"closing_min": 9, "closing_max": 8},
         {"speculate": -1},
         {"selective_share": 1.5},
