@@ -46,12 +46,15 @@ _FRACTION = re.compile(r"-?[0-9]+(\.[0-9]+)(?![0-9.eE])")  # a number's fraction
 def _delete_member(output: Output, start: int, end: int) -> bool:
     """Deletes the member from `start` to `end` (its comma, key and value), where nothing final
     goes: where the final point is past its start and what follows it begins as the member did
-    (the schema's order took its `, "` as the next key's), that next member's separator goes
-    instead (`, "b": 2, "c"` loses `b": 2, "`), the same text either way. False: it cannot."""
-    text, shift = output.text, max(0, output.promised - start)
-    if text[start : start + shift] != text[end : end + shift]:
+    but for blanks (the schema's order took its `, "` as the next key's), that next member's
+    separator goes instead (`, "b": 2, "c"` loses `b": 2, "`): the same text but for blanks.
+    False: it cannot."""
+    text, promised = output.text, output.promised
+    final = re.sub(r"\s", "", text[start:promised])  # what of the member is final, but blanks
+    follows = re.compile(r"\s*".join(map(re.escape, final))).match(text, end)
+    if follows is None:
         return False
-    output.delete(start + shift, end + shift)
+    output.delete(max(start, promised), follows.end())
     return True
 
 
