@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from backtrack.repair.fields import quoted_fields, quoted_pieces
 from backtrack.repair.inserts import end_tags, escapes, inserts
 from backtrack.repair.json_shapes import (
     json_member,
@@ -101,6 +102,9 @@ def candidates(
     base = len(committed)
     was_free = checker.in_free_text()
     found: list[Candidate] = []
+    for move in quoted_fields(checker, committed, rest, floor):  # backs the checker off
+        found += _candidate(checker, committed, move, rest, move[2])
+    checker.feed(committed[checker.chars :])
     for back in range(min(limits.max_back, base - floor) + 1):
         checker.rollback(base - back)
         deleted = committed[base - back :]
@@ -110,21 +114,31 @@ def candidates(
                     continue  # no edit: that is the cut itself
                 if skip and skip == len(rest) and not insert:
                     continue  # the draft's whole rest dropped: that is no resynchronisation
-                tail = rest[skip:]
-                # Most candidates fail within a few characters: check those first, then the rest.
-                taken = checker.fits(insert + tail[:_QUICK])
-                if taken == len(insert) + min(_QUICK, len(tail)) and len(tail) > _QUICK:
-                    taken = checker.fits(insert + tail)
-                # A word or a quoted text put right may have the next slip right after it
-                # (`'up',}`: the quotes mended, then the comma): a step of a path, see search.
-                if taken < len(insert) or (taken == len(insert) and tail and only is None):
-                    continue
-                removed = deleted + rest[:skip]
-                edit = Edit(back, skip, insert, deleted, rest[:skip], taken - len(insert), 0)
-                # Scoring reads CONTEXT characters before the edit: not a copy of a long text.
-                before = committed[max(0, base - back - CONTEXT) : base - back]
-                found.append(_scored(before, edit, removed, tail, only))
+                found += _candidate(checker, committed, (back, insert, skip), rest, only)
     return found
+
+
+def _candidate(
+    checker: Checker, committed: str, move: tuple[int, str, int], rest: str, only: int | None
+) -> list[Candidate]:
+    """The candidate that backs off, inserts and skips as `move` says, scored, where the draft
+    goes on fitting after it (the checker is backed off already); else none."""
+    back, insert, skip = move
+    tail = rest[skip:]
+    # Most candidates fail within a few characters: check those first, then the rest.
+    taken = checker.fits(insert + tail[:_QUICK])
+    if taken == len(insert) + min(_QUICK, len(tail)) and len(tail) > _QUICK:
+        taken = checker.fits(insert + tail)
+    # A word or a quoted text put right may have the next slip right after it
+    # (`'up',}`: the quotes mended, then the comma): a step of a path, see search.
+    if taken < len(insert) or (taken == len(insert) and tail and only is None):
+        return []
+    base = len(committed)
+    deleted = committed[base - back :]
+    edit = Edit(back, skip, insert, deleted, rest[:skip], taken - len(insert), 0)
+    # Scoring reads CONTEXT characters before the edit: not a copy of a long text.
+    before = committed[max(0, base - back - CONTEXT) : base - back]
+    return [_scored(before, edit, deleted + rest[:skip], tail, only)]
 
 
 _QUICK = 4  # characters checked first for each candidate
@@ -171,6 +185,16 @@ def _unwrapped(before: str, deleted: str, rest: str) -> list[tuple[str, int | No
     return found
 
 
+def _requotes(removed: str, insert: str) -> bool:
+    """A bare value quoted, a quoted number unquoted, or a field quoted whole with its quotes
+    escaped (backtrack.repair.fields): the API's own value either way."""
+    return (
+        insert == f'"{removed}"'
+        or unquoted(removed) == (len(removed), insert)
+        or quoted_pieces(removed, insert) is not None
+    )
+
+
 def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) -> Candidate:
     """`edit`, which removes `removed` after the text `before` (its last CONTEXT characters are
     enough) and leaves `tail` to read, with its cost and rank. `only`: the skip the insert goes
@@ -179,10 +203,7 @@ def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) 
     own = 0
     tag_edit = only is not None and moves_end_tag(removed, insert)
     deletes = only is not None and not insert  # a notation's whole span, deleted
-    # A bare value quoted, or a quoted number unquoted: the API's own value either way.
-    quoted = only is not None and (
-        insert == f'"{removed}"' or unquoted(removed) == (len(removed), insert)
-    )
+    quoted = only is not None and _requotes(removed, insert)
     if only is not None and is_comment(removed, tail):
         cost = 0 if insert else 1  # written in the grammar's notation, or deleted
     elif only is not None and decoded(removed) == (len(removed), insert):

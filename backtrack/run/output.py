@@ -13,6 +13,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from backtrack.repair.candidates import RepairLimits
+from backtrack.repair.fields import quoted_pieces
 from backtrack.run.context import ContextRoom
 from backtrack.trace.record import Drop, DropReason, Origin, Repair, Span
 from backtrack.trace.spans import SpanLog
@@ -92,22 +93,19 @@ class Output:
         checker = self.checker
         at = checker.chars - edit.back
         # An insertion further back (`]` before `, "b"`) reads the backed-off text again: it is
-        # moved, not deleted.
+        # moved, not deleted. So is a field quoted whole: the API's text in it is its own.
+        quoted = quoted_pieces(edit.deleted + edit.skipped, edit.insert)
         reread = edit.deleted if edit.deleted and edit.insert.endswith(edit.deleted) else ""
-        self.log.retract(edit.back, shown=not reread)
+        self.log.retract(edit.back, shown=not (reread or quoted))
         checker.rollback(at)
-        # The API's own text, moved: a value read out of its wrapper, a number out of quotes.
-        moved = edit.skipped.find(edit.insert) if edit.insert and not edit.back else -1
-        skipped, after = edit.skipped, ""
-        if moved >= 0:
-            skipped, after = edit.skipped[:moved], edit.skipped[moved + len(edit.insert) :]
-        self.add(skipped, "skipped")
         if checker.feed(edit.insert) != len(edit.insert):
             raise RuntimeError("a repair's inserted text does not fit where it was checked")
         inserted = edit.insert[: len(edit.insert) - len(reread)]
-        self.add(inserted, "edit" if moved < 0 else "draft")
-        self.add(reread, "draft")
-        self.add(after, "skipped")
+        if quoted is not None:
+            for piece, own in quoted:
+                self.add(piece, "draft" if own else "edit")
+        else:
+            self._moved(edit, inserted, reread)
         self.edit_end = checker.chars
         deleted = "" if reread else edit.deleted
         logger.debug(
@@ -119,3 +117,16 @@ class Output:
             edit.fits,
         )
         return Repair(at, deleted, edit.skipped, inserted, edit.fits)
+
+    def _moved(self, edit: Edit, inserted: str, reread: str) -> None:
+        """The spans of an edit that inserts `inserted` and reads `reread` (backed off) again:
+        where the insert is the API's own skipped text, moved (a value read out of its wrapper,
+        a number out of quotes), that is shown as the draft's."""
+        moved = edit.skipped.find(edit.insert) if edit.insert and not edit.back else -1
+        skipped, after = edit.skipped, ""
+        if moved >= 0:
+            skipped, after = edit.skipped[:moved], edit.skipped[moved + len(edit.insert) :]
+        self.add(skipped, "skipped")
+        self.add(inserted, "edit" if moved < 0 else "draft")
+        self.add(reread, "draft")
+        self.add(after, "skipped")

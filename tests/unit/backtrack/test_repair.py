@@ -7,6 +7,8 @@ is a ScriptedTarget with nothing to say, so a test fails if a correction is aske
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from typing import Any
 
@@ -16,6 +18,7 @@ import providers
 from backtrack import Grammar, GuideResult, guide, wrap
 from backtrack.repair import candidates as candidates_module
 from backtrack.repair.candidates import RepairLimits
+from backtrack.repair.fields import MAX_FIELD, quoted_pieces
 from backtrack.repair.notations import CONTEXT
 from backtrack.repair.restart import MAX_INK, Restart
 from backtrack.repair.search import search
@@ -501,3 +504,80 @@ def test_a_reply_longer_than_the_answer_and_its_slack_is_read_to_its_end() -> No
     assert restart is not None
     reply = '{"order_id": "12345", "quantity": 2, "notes": "' + "x" * 200 + '"}'
     assert reply[restart.end(reply) :].startswith('ity": 2')
+
+
+# -- a quotation in a bare field -------------------------------------------------------------------
+# The field is quoted whole as the grammar quotes, its quotes escaped as the grammar escapes them
+# (backtrack.repair.fields): the quotes are the API's text, and deleting them, the smaller edit,
+# changed what the field says.
+
+# Settings whose values are bare text that takes no quote, or strings whose quotes are escaped
+# with a backslash.
+BACKSLASHED = Grammar.from_lark(
+    r"""
+    start: pair ("\n" pair)* "\n"?
+    pair: KEY "=" (TEXT | STRING)
+    KEY: /[a-z]+/
+    TEXT: /[^"\n]+/
+    STRING: /"(\\.|[^"\\\n])*"/
+    """
+)
+
+
+@pytest.mark.parametrize("chunk", [0, 3], ids=["whole", "streamed"])
+@pytest.mark.parametrize(
+    ("draft", "clean"),
+    [
+        (
+            'name,quote\nAnn,She said "hi"\nBob,He said "bye"\n',
+            'name,quote\nAnn,"She said ""hi"""\nBob,"He said ""bye"""\n',
+        ),
+        ('a,b\n1,the "best" one,2\n', 'a,b\n1,"the ""best"" one",2\n'),
+    ],
+    ids=["quote-ends-it", "text-after-it"],
+)
+def test_a_csv_field_with_quotes_is_quoted_whole(draft: str, clean: str, chunk: int) -> None:
+    result = repaired("csv", draft, chunk=chunk)
+    assert result.text == clean
+    assert (result.valid, result.api_calls, result.corrections) == (True, 1, 0)
+    # What the API wrote is all there, field for field.
+    fields = list(csv.reader(io.StringIO(result.text)))
+    assert fields == [line.split(",") for line in draft.splitlines()]
+    assert result.kept == 1.0  # the quotes and escapes added are the edits; the rest is its own
+
+
+def test_quotes_are_escaped_as_the_grammar_escapes_them() -> None:
+    result = repaired(BACKSLASHED, 'name=Ann\nquote=She said "hi" twice\nx=y\n')
+    assert result.text == 'name=Ann\nquote="She said \\"hi\\" twice"\nx=y\n'
+    assert (result.valid, result.api_calls) == (True, 1)
+    assert ("edit", '"') in spans(result) and ("draft", "She said ") in spans(result)
+
+
+def test_a_field_longer_than_the_reach_loses_its_quote_instead() -> None:
+    long = "x" * MAX_FIELD
+    result = repaired("csv", f'a\n{long} "y"\n')
+    assert result.valid and result.api_calls == 1
+    assert long in result.text and '"' not in result.text
+
+
+@pytest.mark.parametrize(
+    ("removed", "insert", "pieces"),
+    [
+        (
+            'say "hi"',
+            '"say ""hi"""',
+            [
+                *[('"', False), ("say ", True), ('"', False), ('"hi', True)],
+                *[('"', False), ('"', True), ('"', False)],
+            ],
+        ),
+        ('a"b', '"a\\"b"', [('"', False), ("a", True), ("\\", False), ('"b', True), ('"', False)]),
+        ("ab", '"ab"', [('"', False), ("ab", True), ('"', False)]),
+        ('a"b', '"a"b"', None),  # an unescaped quote: not the text quoted
+        ("ab", "ab", None),
+    ],
+)
+def test_quoted_pieces_tell_the_apis_text_from_the_quotes_added(
+    removed: str, insert: str, pieces: list[tuple[str, bool]] | None
+) -> None:
+    assert quoted_pieces(removed, insert) == pieces
