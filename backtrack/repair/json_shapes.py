@@ -99,20 +99,20 @@ def _past_blanks(text: str, at: int) -> int:
     return len(text) - len(text[at:].lstrip())
 
 
-_KEY_END = re.compile(r'"\s*:')
+_KEY_AFTER = re.compile(r'([\w-]*)"\s*:')  # a key's end, after a word's: its rest, quote and colon
 
 
 def renames_key(before: str, removed: str, inserted: str, after: str) -> bool:
     """Whether a word put in place of the draft's between `before` and `after` renames a JSON
     object's key to one unlike it (`genre` to `venue`, not `adress` to `address`): the value
     the API gave one field would go to another, so the new key counts as written, not edited."""
-    if not (before.endswith('"') and _KEY_END.match(after)):
+    end = _KEY_AFTER.match(after)
+    if not (before.endswith('"') and end and not end.group(1)):
         return False
     return edit_distance(removed.lower(), inserted.lower()) * 3 > max(len(removed), len(inserted))
 
 
 _KEY_BEFORE = re.compile(r'[{,]\s*"([\w-]*)$')
-_KEY_AFTER = re.compile(r'([\w-]*)"\s*:')
 _WORD_PART = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 
 
