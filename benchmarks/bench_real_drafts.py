@@ -8,9 +8,9 @@ task (JSON schemas, and shipped grammars) runs through guide() with the local Sm
 There is no clean document to compare with: what counts is what the API's text became. For each
 task: valid; API calls; `kept` (the share of the API's answer text in the output, as the result
 reports it); local tokens; wall time, and the draft rounds' share of it (the server writing, on
-this machine's CPU too, and the run reading its stream); and, for schemas, values that are one of the schema's own
-key names (`"city": "occupation"`: a weak model's slip that parses). Beside it, llama.cpp's own
-constrained decoding of the same schema (`response_format`), valid or not.
+this machine's CPU too, and the run reading its stream); and, for schemas, values that are one
+of the schema's own key names (`"city": "occupation"`: a weak model's slip that parses). Beside
+it, llama.cpp's own constrained decoding of the same schema (`response_format`), valid or not.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from backtrack.run.draft_round import DraftRound, ReplyEnd
 from backtrack.run.options import GuideOptions
 from backtrack.run.output import Output
 from backtrack.run.schema import policy_for
+from backtrack.run.stray_reply import leave_out_stray
 from backtrack.run.trailing import HandBack, close_up, final_point
 from backtrack.trace.record import Round, StopReason, Trace
 from backtrack.trace.result import GuideResult
@@ -196,7 +197,8 @@ class GuideLoop:
     def _after_draft(self, reader: DraftReader, end: ReplyEnd) -> None:
         """What follows a draft that ended as `end` says: the run ends where the text is complete
         (trailing text dropped), a correction follows a cut, another draft a reply that stopped
-        short."""
+        short; a continuation that stopped inside the string it began in is left out, and the
+        target finishes the text (backtrack.run.stray_reply)."""
         checker = self.output.checker
         if end.trailing:
             self.stop_reason = "trailing_dropped"
@@ -205,6 +207,9 @@ class GuideLoop:
             self._next = "correct"
         elif checker.complete and (end.reason != "length" or checker.stopped):
             self.stop_reason = "complete"
+        elif end.reason == "stop" and (stray := leave_out_stray(self.output, reader.begun)):
+            reader.accepted -= stray
+            self._api_finished, self._next = True, "correct"  # the target finishes the text
         elif reader.accepted and (end.reason == "length" or self.budget.may_go_on(end.reason)):
             self.budget.went_on(end.reason)
             self._next = "draft"

@@ -38,12 +38,14 @@ DropReason = Literal[
     "fence",  # the closing fence of a fenced answer
     "repeat",  # the API writing again what was committed (its alignment removed it)
     "unread",  # a failed attempt's text, received before its answer was found
+    "stray",  # a continuation that never left the string it began in (a chat reply read as its
+    # content), ended there: backtrack.run.stray_reply
 ]
 # Drops that may lose answer text: what follows a complete answer may be more of it (the read-ahead
 # of backtrack.run.draft keeps what one edit makes parse), or prose; so may what comes before the
-# answer's start where it does not read as prose (`setpencolor blue`); a preamble or a fence does
-# not.
-LOSS_REASONS: frozenset[str] = frozenset({"trailing", "before_answer"})
+# answer's start where it does not read as prose (`setpencolor blue`); so may a stray continuation
+# (a string's text the API stopped in); a preamble or a fence does not.
+LOSS_REASONS: frozenset[str] = frozenset({"trailing", "before_answer", "stray"})
 RoundKind = Literal["draft", "correction", "completion"]
 RoundEnd = Literal[
     "cut",  # the draft hit a byte the grammar cannot take
