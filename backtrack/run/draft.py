@@ -22,6 +22,7 @@ from backtrack.run.fence import ClosingFence
 from backtrack.run.output import REPAIR_LIMITS
 from backtrack.run.read_ahead import ReadAhead
 from backtrack.run.reasoning import ReasoningBlock
+from backtrack.run.stray_reply import feed_watching, watch
 from backtrack.run.trailing import (
     READ_ON_LIMITS,
     answer_ended,
@@ -89,6 +90,7 @@ class DraftReader:
         self.fence: ClosingFence | None = None  # a code fence the reply opened, which closes it
         self.closing: str | None = None  # the reply from the closing fence on (the answer ended)
         self.closed_early = False  # the stream was closed at a cut or a closing fence (`finish`)
+        watch(output)  # a continuation inside a string is held back while it stays there
 
     # -- the reply, chunk by chunk --------------------------------------------------------------
 
@@ -216,7 +218,7 @@ class DraftReader:
         checker = self.output.checker
         start = checker.chars
         try:
-            taken = checker.feed(chunk)
+            taken = feed_watching(self.output, chunk)
         finally:  # a TextError (the grammar's work budget) keeps what came before its position
             self.output.add(chunk[: checker.chars - start], "draft")
             self.accepted += checker.chars - start

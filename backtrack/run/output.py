@@ -39,6 +39,8 @@ class Output:
         self.edit_end = 0
         # The most characters passed on as final (GuideLoop.final_chars): none of them changes.
         self.promised = 0
+        # None of the text past this is final yet (a continuation inside a string: stray_reply).
+        self.hold: int | None = None
 
     @property
     def text(self) -> str:

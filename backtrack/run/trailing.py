@@ -292,10 +292,10 @@ def final_point(output: Output, limit: int) -> int:
     `REPAIR_LIMITS.max_back` characters and none before the last edit's end; a complete text's
     trailing blanks may go with dropped trailing text, so a final part never ends in a blank run
     it could be part of, nor takes in a line after a complete text before the line ends (it may
-    be commentary)."""
+    be commentary), nor a continuation held inside a string (`Output.hold`: stray_reply)."""
     text, edit_end = output.text, output.edit_end
     final = max(edit_end, len(text) - REPAIR_LIMITS.max_back)
-    final = min(final, open_line_after_answer(output) or final)
+    final = min(final, open_line_after_answer(output) or final, output.hold or final)
     while final > edit_end and text[final - 1].isspace():
         final -= 1
     output.promised = max(output.promised, min(final, limit))

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from backtrack import wrap
+import providers
+from backtrack import guide, wrap
 from tests.support.scripted import ScriptedTarget
 from tests.support.servers import text
 
@@ -47,3 +48,16 @@ def test_a_continuation_that_leaves_the_string_is_kept(
     result = _run(openai_server, openai_client, 'go", "tennis"]}', ScriptedTarget())
     assert result.text == CUT + 'go", "tennis"]}'
     assert (result.valid, result.api_calls, result.drops) == (True, 2, ())
+
+
+def test_a_held_continuation_is_never_passed_on(openai_server: Any, openai_client: Any) -> None:
+    """What is passed on as final never changes: the continuation is held back while it stays
+    in its string, so the text left out was never passed on."""
+    openai_server.script(text(CUT, finish_reason="length"), text(CHAT, chunk_size=2))
+    pieces: list[str] = []
+    drafter = providers.OpenAIChatDrafter(openai_client(), "m")
+    result = guide(
+        drafter, "json", prompt="Ann", target=ScriptedTarget('go"]}'), on_text=pieces.append
+    )
+    assert "".join(pieces) == result.text == CUT + 'go"]}'
+    assert [d.reason for d in result.drops] == ["stray"]
