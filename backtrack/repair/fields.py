@@ -62,11 +62,17 @@ def _field_start(checker: Checker, committed: str, quote: str, floor: int) -> in
     return None
 
 
-def _escape(checker: Checker, quote: str) -> str | None:
-    """How the grammar writes `quote` inside a string it opens with one, at the checker: after a
-    backslash or doubled (None: neither). The backslash first: where two strings may be written
+def quote_escapes(quote: str) -> tuple[str, str]:
+    """The ways a grammar writes `quote` inside a string it opens with one: after a backslash
+    (JSON, Python), or doubled (CSV, SQL). The backslash first: where two strings may be written
     side by side (Python's `"a" "b"`), a doubled quote ends one and opens the next."""
-    for escape in ("\\" + quote, quote * 2):
+    return "\\" + quote, quote * 2
+
+
+def _escape(checker: Checker, quote: str) -> str | None:
+    """How the grammar writes `quote` inside a string it opens with one, at the checker
+    (`quote_escapes`; None: neither way)."""
+    for escape in quote_escapes(quote):
         probe = f"{quote}a{escape}b"
         if checker.fits(probe) == len(probe):
             return escape

@@ -5,6 +5,7 @@ skip through the draft it goes with (None: any)."""
 
 from __future__ import annotations
 
+from backtrack.repair.fields import quote_escapes
 from backtrack.repair.json_shapes import null_text, unquoted
 from backtrack.repair.notations import (
     BARE,
@@ -166,8 +167,7 @@ def escapes(checker: Checker, deleted: str, rest: str) -> list[str]:
         or not rest.lstrip(" ")[:1].isalnum()
     ):
         return []
-    escapes = (f"\\{quote}", quote * 2)
-    return [e + blanks for e in escapes if checker.fits(e + blanks) == len(e + blanks)]
+    return [e + blanks for e in quote_escapes(quote) if checker.fits(e + blanks) == len(e + blanks)]
 
 
 def _keyword(checker: Checker, upper: bool) -> str:
