@@ -205,10 +205,15 @@ class Correcting:
         self, logits: torch.Tensor, closing: bool, rows: torch.Tensor | None = None
     ) -> torch.Tensor:
         """In the closing window, closing tokens get a bonus: the text ends rather than rambles
-        on. `rows`: the tokens `logits` are for (all when None)."""
+        on. Inside a string only those that begin with the quote that ends it: a bracket there
+        is the string's text (a bonus for it had a small model write `}}}}` in a string to its
+        whole budget). `rows`: the tokens `logits` are for (all when None)."""
         if not closing:
             return logits
-        closers = self.vocab.closers if rows is None else self.vocab.closers[rows]
+        vocab, matcher = self.vocab, self.matcher
+        inside = not self.pending and vocab.in_free_text(matcher)
+        closers = vocab.string_closers(matcher) if inside else vocab.closers
+        closers = closers if rows is None else closers[rows]
         return logits.float().cpu() + self.policy.closing_bonus * closers
 
     def _selective(self, after: Next) -> bool:

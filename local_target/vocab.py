@@ -42,8 +42,19 @@ class Vocabulary:
             for i, b in enumerate(self.token_bytes)
             if b.strip() and not b.strip().strip(_CLOSERS) and i not in self.special
         ]
-        self.closers = torch.zeros(n_logits, dtype=torch.bool)
-        self.closers[closing + ([self.eos] if self.eos < n_logits else [])] = True
+        self.closers = self._masked(closing + ([self.eos] if self.eos < n_logits else []))
+        # The tokens of one printable ASCII character: which of them the grammar allows tells
+        # whether the text is inside a string (`in_free_text`).
+        singles = {b: i for i, b in enumerate(self.token_bytes) if len(b) == 1}
+        self._printable = [singles[bytes([c])] for c in range(0x20, 0x7F) if bytes([c]) in singles]
+        # Each quote's token, and the closing tokens that begin with it (`string_closers`).
+        self._quotes = {
+            singles[quote]: self._masked(
+                [i for i in closing if self.token_bytes[i].strip()[:1] == quote]
+            )
+            for quote in (b'"', b"'")
+            if quote in singles
+        }
         # Tokens of blanks only (spaces, tabs, line ends).
         self.blanks = torch.zeros(n_logits, dtype=torch.bool)
         self.blanks[
@@ -103,6 +114,32 @@ class Vocabulary:
             self._ink = _Prefixes([(k, i) for k, i in pairs if k])
         return self._ink.mask(start, self.n_logits)
 
+    def in_free_text(self, matcher: llguidance.LLMatcher) -> bool:
+        """Whether `matcher` is inside a string (a free-text lexeme), where nearly any printable
+        character goes on: brackets and quotes of other kinds are its text there, and close
+        nothing (as grammars.checker.takes_free_text, by the one-character tokens)."""
+        allowed = sum(matcher.validate_tokens([t]) for t in self._printable)
+        return allowed >= _FREE_TEXT_SHARE * len(self._printable)
+
+    def string_closers(self, matcher: llguidance.LLMatcher) -> torch.Tensor:
+        """Inside a string (`in_free_text`), the closing tokens that begin with the quote that
+        ends it: a bracket, or a quote of another kind, is the string's text there. None of
+        them where no quote ends it."""
+        for quote, closers in self._quotes.items():
+            if matcher.validate_tokens([quote]) != 1:
+                continue
+            matcher.consume_token(quote)
+            ends = not self.in_free_text(matcher)
+            matcher.rollback(1)
+            if ends:
+                return closers
+        return torch.zeros(self.n_logits, dtype=torch.bool)
+
+    def _masked(self, tokens: list[int]) -> torch.Tensor:
+        mask = torch.zeros(self.n_logits, dtype=torch.bool)
+        mask[tokens] = True
+        return mask
+
     def grammar_mask(self, matcher: llguidance.LLMatcher) -> torch.Tensor:
         """The tokens `matcher` allows next, as a bool tensor over `n_logits`."""
         # Not llguidance.torch's fill_next_token_bitmask / apply_token_bitmask_inplace: on the
@@ -115,6 +152,7 @@ class Vocabulary:
 
 
 _MOST_WIDE = 256  # (gap, most) pairs `wide_blanks` keeps
+_FREE_TEXT_SHARE = 0.9  # of the printable characters a string takes next
 
 
 class _Prefixes:

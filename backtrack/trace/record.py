@@ -162,19 +162,19 @@ class Trace:
         cut of the last draft and not reused after it (an earlier draft's rest is asked for
         again). Blanks are not counted: a line end before a closing fence is no loss."""
         last = max((r.index for r in self.rounds if r.kind == "draft"), default=-1)
-        lost = sum(_ink(d.text) for d in self.drops if d.reason in LOSS_REASONS)
-        lost += sum(_ink(s.text) for s in self.spans if s.origin in ("skipped", "deleted"))
+        lost = sum(ink(d.text) for d in self.drops if d.reason in LOSS_REASONS)
+        lost += sum(ink(s.text) for s in self.spans if s.origin in ("skipped", "deleted"))
         rejected = sum(
-            _ink(s.text) for s in self.spans if s.origin == "rejected" and s.round == last
+            ink(s.text) for s in self.spans if s.origin == "rejected" and s.round == last
         )
-        reused = sum(_ink(s.text) for s in self.spans if s.origin == "reused" and s.round > last)
+        reused = sum(ink(s.text) for s in self.spans if s.origin == "reused" and s.round > last)
         return lost + max(0, rejected - reused)
 
     @property
     def kept(self) -> float:
         """The share of the API's answer text (non-blank characters) that the output carries as
         the API wrote it: accepted / (accepted + lost); 1.0 when the API wrote none."""
-        accepted = sum(_ink(s.text) for s in self.spans if s.origin in ("draft", "reused"))
+        accepted = sum(ink(s.text) for s in self.spans if s.origin in ("draft", "reused"))
         offered = accepted + self.lost_chars
         return accepted / offered if offered else 1.0
 
@@ -202,6 +202,6 @@ class Trace:
         )
 
 
-def _ink(text: str) -> int:
+def ink(text: str) -> int:
     """How many characters of `text` are not blank."""
     return sum(not c.isspace() for c in text)

@@ -459,6 +459,31 @@ def test_closing_bias_only_at_the_end_of_a_completion_and_flagged(target: Any, n
 
 
 @pytest.mark.parametrize("name", TARGET_IDS)
+def test_inside_a_string_the_closing_bonus_goes_to_its_quote(tokenizer: Any, name: str) -> None:
+    """In a string a bracket is the string's text and closes nothing: the bonus goes to tokens
+    that begin with a quote. A bonus for every closer had SmolLM2, completing a trip's stops,
+    write `'');' '}]}}}}...` inside a place's name to its whole budget, the text incomplete.
+    Here the model favours brackets by 8 over the quote, and the bonus is 10."""
+    tok_name, arch, extra = TARGETS[name]
+    tok = tokenizer(tok_name)
+    model = tf.tiny_model(arch, tok, extra_rows=extra, seed=2)
+    made = LocalTarget(model, tok)
+    tf.add_logit_bias(model, {by_bytes(made, closer): 8.0 for closer in (b"}", b"]", b")")})
+    policy = DecodingPolicy(closing_min=8, closing_max=8)
+    c = made.session(PROMPT).correct('{"a": "', JSON, max_tokens=8, until="complete", policy=policy)
+    assert_sound(made, JSON, '{"a": "', c)
+    assert c.complete, c.text  # the string, and the object, closed within the budget
+    assert made.vocab.in_free_text(_matcher_after(made, '{"a": "x'))
+    assert not made.vocab.in_free_text(_matcher_after(made, '{"a": "x"'))
+
+
+def _matcher_after(made: LocalTarget, text: str) -> Any:
+    matcher = JSON.matcher(made.vocab.ll)
+    assert matcher.consume_tokens(made.vocab.encode(text))
+    return matcher
+
+
+@pytest.mark.parametrize("name", TARGET_IDS)
 def test_a_long_completion_closes_after_its_first_tokens(target: Any, name: str) -> None:
     """Past `closing_after` tokens a completion is in its closing window whatever its budget: a
     small model finishing a list counted on for 498 tokens before its last 32 closed it."""
