@@ -43,27 +43,15 @@ class Vocabulary:
             if b.strip() and not b.strip().strip(_CLOSERS) and i not in self.special
         ]
         self.closers = self._masked(closing + ([self.eos] if self.eos < n_logits else []))
-        # The tokens of one printable ASCII character: which of them the grammar allows tells
-        # whether the text is inside a string (`in_free_text`).
-        singles = {b: i for i, b in enumerate(self.token_bytes) if len(b) == 1}
-        self._printable = [singles[bytes([c])] for c in range(0x20, 0x7F) if bytes([c]) in singles]
-        # Each quote's token, and the closing tokens that begin with it (`string_closers`).
-        self._quotes = {
-            singles[quote]: self._masked(
-                [i for i in closing if self.token_bytes[i].strip()[:1] == quote]
-            )
-            for quote in (b'"', b"'")
-            if quote in singles
-        }
+        self._printable, self._quotes = self._strings(closing)
         # Tokens of blanks only (spaces, tabs, line ends).
-        self.blanks = torch.zeros(n_logits, dtype=torch.bool)
-        self.blanks[
+        self.blanks = self._masked(
             [
                 i
                 for i, b in enumerate(self.token_bytes)
                 if b and not b.strip() and i not in self.special
             ]
-        ] = True
+        )
 
         # For each token of blanks only, how far it takes the line's gap: the blanks after its
         # last line end (`new_line`), or all of them, added to the gap before it.
@@ -120,6 +108,21 @@ class Vocabulary:
         nothing (as grammars.checker.takes_free_text, by the one-character tokens)."""
         allowed = sum(matcher.validate_tokens([t]) for t in self._printable)
         return allowed >= _FREE_TEXT_SHARE * len(self._printable)
+
+    def _strings(self, closing: list[int]) -> tuple[list[int], dict[int, torch.Tensor]]:
+        """The tokens of one printable ASCII character (which of them the grammar allows tells
+        whether the text is inside a string: `in_free_text`), and each quote's token with the
+        closing tokens that begin with that quote (`string_closers`)."""
+        singles = {b: i for i, b in enumerate(self.token_bytes) if len(b) == 1}
+        printable = [singles[bytes([c])] for c in range(0x20, 0x7F) if bytes([c]) in singles]
+        quotes = {
+            singles[quote]: self._masked(
+                [i for i in closing if self.token_bytes[i].strip()[:1] == quote]
+            )
+            for quote in (b'"', b"'")
+            if quote in singles
+        }
+        return printable, quotes
 
     def string_closers(self, matcher: llguidance.LLMatcher) -> torch.Tensor:
         """Inside a string (`in_free_text`), the closing tokens that begin with the quote that

@@ -12,14 +12,13 @@ import time
 from typing import TYPE_CHECKING
 
 from backtrack.run.context import ContextRoom
-from backtrack.trace.record import ink
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from backtrack.run.options import GuideOptions
     from backtrack.run.output import Output
-    from backtrack.trace.record import Round, Span, StopReason
+    from backtrack.trace.record import Round, StopReason
 
 logger = logging.getLogger(__name__)
 
@@ -56,12 +55,12 @@ class Budget:
         spent = len(rounds) >= self.options.max_rounds or self.out_of_time()
         return spent or self.room.full
 
-    def target_completes(self, rounds: Sequence[Round], spans: Sequence[Span]) -> bool:
+    def target_completes(self, rounds: Sequence[Round]) -> bool:
         """The target's next call is the last: the corrections or the drafts are spent, or the
-        API is stuck on one slip (its rounds' text: `spans`)."""
+        API is stuck on one slip."""
         corrections = sum(1 for r in rounds if r.kind != "draft")
         spent = corrections >= self.options.max_corrections or self.drafts_spent(rounds)
-        return spent or self._said_all or _stuck(rounds, spans)
+        return spent or self._said_all or _stuck(rounds)
 
     def call(
         self, output: Output, completes: bool, api_finished: bool
@@ -110,7 +109,7 @@ class Budget:
         return self._said_all
 
 
-def _stuck(rounds: Sequence[Round], spans: Sequence[Span]) -> bool:
+def _stuck(rounds: Sequence[Round]) -> bool:
     """The API's last two drafts both made no headway (`_no_headway`), or its last one only
     wrote the committed text again, or was a continuation its repairs mostly threw away
     (`_thrown_away`), and another call would only repeat them. API calls are bounded by the
@@ -118,25 +117,19 @@ def _stuck(rounds: Sequence[Round], spans: Sequence[Span]) -> bool:
     drafts = [r for r in rounds if r.kind == "draft"]
     if drafts and _only_repeated(drafts[-1]):
         return True
-    if len(drafts) > 1 and _thrown_away(drafts[-1], spans):
+    if len(drafts) > 1 and _thrown_away(drafts[-1]):
         return True
     return len(drafts) > 1 and all(_no_headway(r) for r in drafts[-2:])
 
 
-def _thrown_away(draft: Round, spans: Sequence[Span]) -> bool:
+def _thrown_away(draft: Round) -> bool:
     """A continuation of which the repairs threw away (skipped, or deleted) more than twice
     the non-blank characters they kept: asked to go on after a correction, the API wrote its
     answer again in another shape than the grammar's, or wrote on against the correction, and
     asked again it does so again (SmolLM2 through llama.cpp: three calls where two gave the
     same text; six in one run). The rest of a cut draft is not counted: the correction that
     follows may reuse it."""
-    kept = thrown = 0
-    for span in spans:
-        if span.round == draft.index and span.origin == "draft":
-            kept += ink(span.text)
-        elif span.round == draft.index and span.origin in ("skipped", "deleted"):
-            thrown += ink(span.text)
-    return 2 * kept < thrown
+    return 2 * draft.kept_ink < draft.thrown_ink
 
 
 def _only_repeated(draft: Round) -> bool:
