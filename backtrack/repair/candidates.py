@@ -195,6 +195,12 @@ def _requotes(removed: str, insert: str) -> bool:
     )
 
 
+def _ends_line_in_blanks(before: str, tail: str) -> bool:
+    """Whether text `before` ends in blanks that now end a line (`tail` goes on with a line end,
+    or is all of the draft's text)."""
+    return before[-1:] in (" ", "\t") and tail[:1] in ("\n", "\r", "")
+
+
 def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) -> Candidate:
     """`edit`, which removes `removed` after the text `before` (its last CONTEXT characters are
     enough) and leaves `tail` to read, with its cost and rank. `only`: the skip the insert goes
@@ -204,8 +210,10 @@ def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) 
     tag_edit = only is not None and moves_end_tag(removed, insert)
     deletes = only is not None and not insert  # a notation's whole span, deleted
     quoted = only is not None and _requotes(removed, insert)
-    if only is not None and is_comment(removed, tail):
-        cost = 0 if insert else 1  # written in the grammar's notation, or deleted
+    if only is not None and is_comment(removed.lstrip(" \t"), tail):
+        # Written in the grammar's notation, or deleted: with the blanks before it where it
+        # ran to its line's end (`f200 l170  // next side`), not leaving them there.
+        cost = 0 if insert else 1 + _ends_line_in_blanks(before, tail)
     elif only is not None and decoded(removed) == (len(removed), insert):
         cost = 0  # the same string: an escape written as its character
     elif only == 0 and insert[:1].isalpha() and not removed:

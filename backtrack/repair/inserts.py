@@ -101,6 +101,8 @@ def inserts(
     inserts += _operator_inserts(checker, deleted, rest)
     if not deleted:
         inserts += _comment_inserts(checker, rest) + _requoted(following, rest)
+    elif not deleted.strip(" \t"):  # the blanks before a comment, deleted with it
+        inserts += [(text, skip) for text, skip in _comment_inserts(checker, rest) if not text]
     before = checker.text[-1:]
     starts = deleted and not (before.isalnum() or before in BARE)  # a value's start backed off
     bare = bare_value(deleted + rest) if starts else None

@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 from backtrack.run.context import ContextRoom
+from backtrack.trace.record import ink
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -55,12 +56,12 @@ class Budget:
         spent = len(rounds) >= self.options.max_rounds or self.out_of_time()
         return spent or self.room.full
 
-    def target_completes(self, rounds: Sequence[Round]) -> bool:
+    def target_completes(self, rounds: Sequence[Round], output: Output) -> bool:
         """The target's next call is the last: the corrections or the drafts are spent, or the
-        API is stuck on one slip."""
+        API is stuck on one slip (its drafts' text: the `output`'s spans)."""
         corrections = sum(1 for r in rounds if r.kind != "draft")
         spent = corrections >= self.options.max_corrections or self.drafts_spent(rounds)
-        return spent or self._said_all or _stuck(rounds)
+        return spent or self._said_all or _stuck(rounds, output)
 
     def call(
         self, output: Output, completes: bool, api_finished: bool
@@ -109,7 +110,7 @@ class Budget:
         return self._said_all
 
 
-def _stuck(rounds: Sequence[Round]) -> bool:
+def _stuck(rounds: Sequence[Round], output: Output) -> bool:
     """The API's last two drafts both made no headway (`_no_headway`), or its last one only
     wrote the committed text again, or was a continuation its repairs mostly threw away
     (`_thrown_away`), and another call would only repeat them. API calls are bounded by the
@@ -117,19 +118,25 @@ def _stuck(rounds: Sequence[Round]) -> bool:
     drafts = [r for r in rounds if r.kind == "draft"]
     if drafts and _only_repeated(drafts[-1]):
         return True
-    if len(drafts) > 1 and _thrown_away(drafts[-1]):
+    if len(drafts) > 1 and _thrown_away(drafts[-1], output):
         return True
     return len(drafts) > 1 and all(_no_headway(r) for r in drafts[-2:])
 
 
-def _thrown_away(draft: Round) -> bool:
+def _thrown_away(draft: Round, output: Output) -> bool:
     """A continuation of which the repairs threw away (skipped, or deleted) more than twice
     the non-blank characters they kept: asked to go on after a correction, the API wrote its
     answer again in another shape than the grammar's, or wrote on against the correction, and
     asked again it does so again (SmolLM2 through llama.cpp: three calls where two gave the
     same text; six in one run). The rest of a cut draft is not counted: the correction that
-    follows may reuse it."""
-    return 2 * draft.kept_ink < draft.thrown_ink
+    follows may reuse it. A JSON schema's settling counts too: it deletes the member it refuses."""
+    kept = thrown = 0
+    for span in output.spans:
+        if span.round == draft.index and span.origin == "draft":
+            kept += ink(span.text)
+        elif span.round == draft.index and span.origin in ("skipped", "deleted"):
+            thrown += ink(span.text)
+    return 2 * kept < thrown
 
 
 def _only_repeated(draft: Round) -> bool:

@@ -13,14 +13,13 @@ from typing import TYPE_CHECKING
 
 from backtrack.run.draft import DraftReader
 from backtrack.run.trailing import drop_final_blanks, is_trailing
-from backtrack.trace.record import Round, RoundEnd, ink
+from backtrack.trace.record import Round, RoundEnd
 from providers.errors import ProviderError, redact
 
 if TYPE_CHECKING:
     from backtrack.repair.search import Prefer
     from backtrack.run.options import GuideOptions
     from backtrack.run.output import Output
-    from backtrack.trace.record import Origin
     from grammars.grammar import Grammar
     from providers.base import AsyncDraftStream, DraftStream, Usage
 
@@ -159,8 +158,6 @@ class DraftRound:
                 for d in reader.output.drops
                 if d.round == self.index and d.reason == "repeat"
             ),
-            kept_ink=self._ink("draft"),
-            thrown_ink=self._ink("skipped", "deleted"),
             cut_at=end.cut_at,
             expected=end.expected,
             input_tokens=usage.input_tokens,
@@ -171,11 +168,6 @@ class DraftRound:
             request_id=request_id,
             repairs=tuple(reader.repairs),
         )
-
-    def _ink(self, *origins: Origin) -> int:
-        """The non-blank characters of this round's spans of `origins`."""
-        spans = self.reader.output.spans
-        return sum(ink(s.text) for s in spans if s.round == self.index and s.origin in origins)
 
     def failed(self, error: BaseException, *, retries: int) -> Round:
         """The round's record when the provider failed for good: what its attempts committed

@@ -238,7 +238,7 @@ class GuideLoop:
     def target_call(self) -> TargetCall | None:
         """The target's next correction, or None when the run ends instead: the budget is spent
         and the caller opted out of completion, or the target's context is full (Budget.call)."""
-        completes = self._api_finished or self.budget.target_completes(self.rounds)
+        completes = self._api_finished or self.budget.target_completes(self.rounds, self.output)
         capped = self._api_finished and self._capped
         self.stop_reason, most = self.budget.call(self.output, completes, capped)
         if self.stop_reason is not None:

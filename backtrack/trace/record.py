@@ -125,10 +125,6 @@ class Round:
     repairs: tuple[Repair, ...] = ()
     usage_known: bool = True  # False: the reply did not report its usage
     repeated_chars: int = 0  # what the API wrote again of the committed text (dropped)
-    # Of a draft's text read as the answer, the non-blank characters standing at its end, and
-    # those its repairs skipped or deleted.
-    kept_ink: int = 0
-    thrown_ink: int = 0
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,15 @@ from dataclasses import replace
 
 from backtrack import GuideOptions, guide
 from backtrack.run.budget import Budget
-from backtrack.trace.record import Round
+from backtrack.run.output import Output
+from backtrack.trace.record import Origin, Round
+from grammars import Grammar
 from providers import FunctionDrafter
 from tests.support.scripted import ScriptedAPI, ScriptedTarget
 
 S = {"type": "string"}
+JSON = Grammar.load("json")
+NONE = Output(JSON)  # no draft's text: only the rounds tell
 
 
 def draft(index: int, accepted: int, cut_at: int | None = 10, rejected: int = 0) -> Round:
@@ -26,8 +30,8 @@ def correction(index: int) -> Round:
 def test_an_api_that_returns_to_the_same_slip_twice_gets_no_third_call() -> None:
     budget = Budget(GuideOptions(max_corrections=8, max_rounds=16))
     rounds = [draft(0, 12), correction(1), draft(2, 0)]
-    assert not budget.target_completes(rounds)  # once may be chance
-    assert budget.target_completes([*rounds, correction(3), draft(4, 0)])
+    assert not budget.target_completes(rounds, NONE)  # once may be chance
+    assert budget.target_completes([*rounds, correction(3), draft(4, 0)], NONE)
 
 
 def test_an_api_that_restarts_its_answer_in_another_shape_gets_no_third_call() -> None:
@@ -37,16 +41,16 @@ def test_an_api_that_restarts_its_answer_in_another_shape_gets_no_third_call() -
     counted."""
     budget = Budget(GuideOptions(max_corrections=8, max_rounds=16))
     rounds = [draft(0, 52), correction(1), draft(2, 9, rejected=54)]
-    assert not budget.target_completes(rounds)
-    assert budget.target_completes([*rounds, correction(3), draft(4, 9, rejected=50)])
-    assert not budget.target_completes([*rounds, correction(3), draft(4, 30, rejected=50)])
+    assert not budget.target_completes(rounds, NONE)
+    assert budget.target_completes([*rounds, correction(3), draft(4, 9, rejected=50)], NONE)
+    assert not budget.target_completes([*rounds, correction(3), draft(4, 30, rejected=50)], NONE)
 
 
 def test_a_draft_that_fits_a_character_is_progress() -> None:
     budget = Budget(GuideOptions(max_corrections=8, max_rounds=16))
     rounds = [draft(0, 12), correction(1), draft(2, 0), correction(3), draft(4, 1)]
-    assert not budget.target_completes(rounds)
-    assert not budget.target_completes([draft(0, 3, cut_at=None), draft(1, 2, cut_at=None)])
+    assert not budget.target_completes(rounds, NONE)
+    assert not budget.target_completes([draft(0, 3, cut_at=None), draft(1, 2, cut_at=None)], NONE)
 
 
 def test_an_api_that_adds_nothing_twice_gets_no_third_call() -> None:
@@ -55,13 +59,15 @@ def test_an_api_that_adds_nothing_twice_gets_no_third_call() -> None:
     another call, 9 calls for one document with a scripted API."""
     budget = Budget(GuideOptions(max_corrections=8, max_rounds=16))
     rounds = [draft(0, 40, cut_at=None), correction(1), draft(2, 0, cut_at=None)]
-    assert not budget.target_completes(rounds)
-    assert budget.target_completes([*rounds, correction(3), draft(4, 0, cut_at=None)])
+    assert not budget.target_completes(rounds, NONE)
+    assert budget.target_completes([*rounds, correction(3), draft(4, 0, cut_at=None)], NONE)
 
 
 def test_spent_corrections_or_rounds_end_with_the_target() -> None:
-    assert Budget(GuideOptions(max_corrections=1)).target_completes([draft(0, 5), correction(1)])
-    assert Budget(GuideOptions(max_rounds=2)).target_completes([draft(0, 5), correction(1)])
+    assert Budget(GuideOptions(max_corrections=1)).target_completes(
+        [draft(0, 5), correction(1)], NONE
+    )
+    assert Budget(GuideOptions(max_rounds=2)).target_completes([draft(0, 5), correction(1)], NONE)
 
 
 def test_an_api_that_writes_its_answer_again_and_stops_where_it_stopped_gets_no_third_call():
@@ -71,22 +77,22 @@ def test_an_api_that_writes_its_answer_again_and_stops_where_it_stopped_gets_no_
     budget = Budget(GuideOptions(max_corrections=8, max_rounds=16))
     again = Round(2, "draft", "drafter_ended", 0.1, accepted_chars=1, repeated_chars=60)
     rounds = [draft(0, 41, cut_at=None), correction(1), again]
-    assert not budget.target_completes(rounds)
-    assert budget.target_completes([*rounds, correction(3), replace(again, index=4)])
+    assert not budget.target_completes(rounds, NONE)
+    assert budget.target_completes([*rounds, correction(3), replace(again, index=4)], NONE)
     headway = replace(again, index=4, accepted_chars=40)
-    assert not budget.target_completes([*rounds, correction(3), headway])
+    assert not budget.target_completes([*rounds, correction(3), headway], NONE)
 
 
 def test_an_api_that_stops_short_after_going_on_has_said_all() -> None:
     budget = Budget(GuideOptions(max_corrections=8, max_rounds=16))
     budget.stopped_short("stop")  # not continued yet: a correction, then the API again
-    assert not budget.said_all and not budget.target_completes([draft(0, 5, cut_at=None)])
+    assert not budget.said_all and not budget.target_completes([draft(0, 5, cut_at=None)], NONE)
     assert budget.may_go_on("stop")
     budget.went_on("stop")
     budget.stopped_short("length")  # out of tokens is no statement
     assert not budget.said_all
     budget.stopped_short("stop")
-    assert budget.said_all and budget.target_completes([draft(0, 5, cut_at=None)])
+    assert budget.said_all and budget.target_completes([draft(0, 5, cut_at=None)], NONE)
 
 
 def test_an_api_that_only_writes_its_answer_again_gets_no_second_call() -> None:
@@ -94,25 +100,37 @@ def test_an_api_that_only_writes_its_answer_again_gets_no_second_call() -> None:
     added: another call after the next correction did the same (SmolLM2 through llama.cpp)."""
     budget = Budget(GuideOptions(max_corrections=8, max_rounds=16))
     again = Round(2, "draft", "drafter_ended", 0.1, repeated_chars=60)
-    assert budget.target_completes([draft(0, 41, cut_at=None), correction(1), again])
+    assert budget.target_completes([draft(0, 41, cut_at=None), correction(1), again], NONE)
     for more in (replace(again, accepted_chars=1), replace(again, rejected_chars=5)):
-        assert not budget.target_completes([draft(0, 41, cut_at=None), correction(1), more])
+        assert not budget.target_completes([draft(0, 41, cut_at=None), correction(1), more], NONE)
 
 
 def test_a_continuation_its_repairs_mostly_threw_away_gets_no_second_call() -> None:
     """Asked to go on, a weak model writes its answer again in another shape, and the repairs
     skip or delete most of it: SmolLM2 through llama.cpp (`{"theme": {"en-US": ...` where the
-    correction had gone on) was asked again and did the same, a call more each time. The
-    rejected rest of a cut draft does not count as thrown away (the correction may reuse it)."""
+    correction had gone on) was asked again and did the same, a call more each time. Blanks
+    kept are no headway; the rejected rest of a cut draft does not count as thrown away (the
+    correction may reuse it)."""
     budget = Budget(GuideOptions(max_corrections=8, max_rounds=16))
-    again = Round(2, "draft", "drafter_ended", 0.1, accepted_chars=30, kept_ink=1, thrown_ink=10)
+    again = Round(2, "draft", "drafter_ended", 0.1, accepted_chars=30)
     rounds = [draft(0, 41, cut_at=None), correction(1), again]
-    assert budget.target_completes(rounds)
-    assert not budget.target_completes([*rounds[:2], replace(again, kept_ink=22)])
-    rejected = replace(again, ended="cut", cut_at=40, kept_ink=8, thrown_ink=0, rejected_chars=90)
-    assert not budget.target_completes([*rounds[:2], rejected])
+    thrown = [("{\n   ", "draft"), ('"theme": {', "skipped"), ("}", "deleted")]
+    assert budget.target_completes(rounds, written(2, thrown))
+    kept = [*thrown, ('"dark", "language": "en"', "draft")]
+    assert not budget.target_completes(rounds, written(2, kept))
+    rejected = [('"theme": ', "draft"), ('{"en-US": "x"}, "lang": 3', "rejected")]
+    assert not budget.target_completes(rounds, written(2, rejected))
     # A first draft is no continuation: its repairs may throw away what a weak model wrapped.
-    assert not budget.target_completes([replace(again, index=0)])
+    assert not budget.target_completes([replace(again, index=0)], written(0, thrown))
+
+
+def written(round_: int, spans: list[tuple[str, Origin]]) -> Output:
+    """An output whose round `round_` shows `spans` (text, origin)."""
+    output = Output(JSON)
+    output.round = round_
+    for text, origin in spans:
+        output.add(text, origin)
+    return output
 
 
 def test_a_restart_in_another_shape_is_not_asked_for_again() -> None:
@@ -133,6 +151,4 @@ def test_a_restart_in_another_shape_is_not_asked_for_again() -> None:
     result = guide(FunctionDrafter(api), schema, prompt="settings", target=target)
     assert (result.api_calls, result.valid) == (2, True)
     assert result.text == '{\n    "theme": "dark",\n        "language": "en",\n        "volume": 3}'
-    restart = result.trace.rounds[2]
-    assert (restart.kept_ink, restart.thrown_ink) == (1, 12)
     assert [until for _, until in target.calls] == ["terminal", "complete"]

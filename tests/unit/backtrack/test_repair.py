@@ -136,8 +136,10 @@ SLIPS = [
     # A slip early in the answer, not a preamble: the answer starts at the reply's start.
     ("python_expr", "x = 1; y = 2; z = x + y", "x = 1\ny = 2\nz = x + y"),
     ("sqlite", "-- all\n# rows\nSELECT a FROM t;", "-- all\n-- rows\nSELECT a FROM t;"),
-    # A comment where the grammar has none: deleted as one edit, its line's end kept.
-    ("json", '{"port": 8080, // the default\n "host": "a"}', '{"port": 8080, \n "host": "a"}'),
+    # A comment where the grammar has none: deleted as one edit, its line's end kept, and with
+    # it the blanks before it, which would end the line.
+    ("json", '{"port": 8080, // the default\n "host": "a"}', '{"port": 8080,\n "host": "a"}'),
+    ("json", '{"port": 8080,\t// the default\n "host": "a"}', '{"port": 8080,\n "host": "a"}'),
     ("json", '{"port": 8080, /* the default */ "host": "a"}', '{"port": 8080,  "host": "a"}'),
     ("sqlite", "SELECT a FROM t # rows\nWHERE b = 1;", "SELECT a FROM t -- rows\nWHERE b = 1;"),
 ]
