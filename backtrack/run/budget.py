@@ -56,6 +56,12 @@ class Budget:
         spent = len(rounds) >= self.options.max_rounds or self.out_of_time()
         return spent or self.room.full
 
+    def no_more_drafts(self, rounds: Sequence[Round], output: Output) -> bool:
+        """No more drafts, not even to go on with a reply that stopped short: they are spent
+        (`drafts_spent`), or the API is stuck (a continuation its repairs threw away, asked to
+        go on, writes more of the same)."""
+        return self.drafts_spent(rounds) or _stuck(rounds, output)
+
     def target_completes(self, rounds: Sequence[Round], output: Output) -> bool:
         """The target's next call is the last: the corrections or the drafts are spent, or the
         API is stuck on one slip (its drafts' text: the `output`'s spans)."""

@@ -106,7 +106,7 @@ class GuideLoop:
                 break  # nothing left to try: the run ends, not valid
         if self.stop_reason is not None:
             return "done"
-        if self._next == "draft" and self.budget.drafts_spent(self.rounds):
+        if self._next == "draft" and self.budget.no_more_drafts(self.rounds, self.output):
             self._next = "correct"
         return self._next
 

@@ -122,6 +122,9 @@ def test_a_continuation_its_repairs_mostly_threw_away_gets_no_second_call() -> N
     assert not budget.target_completes(rounds, written(2, rejected))
     # A first draft is no continuation: its repairs may throw away what a weak model wrapped.
     assert not budget.target_completes([replace(again, index=0)], written(0, thrown))
+    # Nor is such a continuation that stopped short asked to go on: the target completes.
+    assert budget.no_more_drafts(rounds, written(2, thrown))
+    assert not budget.no_more_drafts(rounds, written(2, kept))
 
 
 def written(round_: int, spans: list[tuple[str, Origin]]) -> Output:
