@@ -58,9 +58,11 @@ class Budget:
 
     def no_more_drafts(self, rounds: Sequence[Round], output: Output) -> bool:
         """No more drafts, not even to go on with a reply that stopped short: they are spent
-        (`drafts_spent`), or the API is stuck (a continuation its repairs threw away, asked to
-        go on, writes more of the same)."""
-        return self.drafts_spent(rounds) or _stuck(rounds, output)
+        (`drafts_spent`), or the last was a continuation its repairs threw away
+        (`_thrown_away`: asked to go on, the API writes more of the same)."""
+        drafts = [r for r in rounds if r.kind == "draft"]
+        thrown = len(drafts) > 1 and _thrown_away(drafts[-1], output)
+        return self.drafts_spent(rounds) or thrown
 
     def target_completes(self, rounds: Sequence[Round], output: Output) -> bool:
         """The target's next call is the last: the corrections or the drafts are spent, or the

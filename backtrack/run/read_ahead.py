@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from backtrack.repair.json_shapes import wrapper_end
 from backtrack.repair.restart import Restart
-from backtrack.run.answer_start import spoken
+from backtrack.run.answer_start import sentence, spoken
 from backtrack.run.trailing import LINE_MORE, through_line
 from providers.align import FENCE_OPENING
 
@@ -36,6 +36,9 @@ class ReadAhead:
     lines: bool = False  # a line end has arrived
     head: str = ""  # the first non-blank character
     complete: bool = False  # cut at a complete point: read through the window's line
+    # The cut's line so far, where the text was complete at its start: it may be commentary
+    # after the answer (`prose_lines_after`), told once two lines have ended, or the reply.
+    line: str | None = None
 
     @classmethod
     def after(cls, output: Output, begun: int) -> ReadAhead:
@@ -49,6 +52,9 @@ class ReadAhead:
         begins = fresh or (short and output.edit_end <= begun)
         ahead = cls(fresh, Restart.of(text[:begun]) if answer and begins else None)
         ahead.complete = output.checker.complete
+        start, complete_at_start = output.checker.last_line()
+        if start > 0 and complete_at_start:
+            ahead.line = text[start:]
         if ahead.restart is not None and not fresh:
             ahead.taken, ahead.head = taken, taken.lstrip()[:1]
             ahead.ink = len(taken) - sum(map(str.isspace, taken))
@@ -66,6 +72,8 @@ class ReadAhead:
         a complete text, the line it ends in (more document or commentary: `reads_on`), or a
         JSON object or array at the cut to its end (a value wrapped: `unwrapped_whole`), or
         not enough to tell a remark or a restart."""
+        if self.line is not None and self.chars < LINE_MORE and self._prose_so_far(self.line):
+            return True
         remark = self.head.isalpha() or self.head == "`"
         if self.fresh and remark and not self.lines and self.chars < _MAX_REMARK:
             return True
@@ -84,6 +92,15 @@ class ReadAhead:
         if self.complete:
             return through_line(arrived, window) == arrived
         return wrapper_end(arrived) is None
+
+    def _prose_so_far(self, line: str) -> bool:
+        """Whether the lines after the answer (from the cut's `line` on) that have ended are fewer
+        than two, and each a sentence: a sentence the grammar reads on into (`This 6502 assembly
+        program ...`, `This` a label) is commentary once a second one, or the reply's end, says
+        so."""
+        ended = (line + "".join(self.pieces)).split("\n")[:-1]
+        ended = [line for line in ended if line.strip()]
+        return len(ended) < 2 and all(sentence(line) for line in ended)
 
     def opening(self, rest: str, *, final: bool) -> tuple[int, DropReason] | None:
         """What the reply opens with before its continuation, and why it goes: a first line

@@ -617,6 +617,13 @@ PROSE_AROUND = {
         "This INI file does exactly what you asked; I've kept it short.\n",
         "trailing",
     ),
+    # One sentence, whose first word the grammar takes (a label): read on to its line's end.
+    "asm-after": (
+        "asm6502",
+        " start LDY #$FF    ; load Y with $FF\n       RTS         ; return\n",
+        "This 6502 assembly program does exactly what you asked; I've kept it short.\n",
+        "trailing",
+    ),
     "sexp-after": (
         "sexp",
         "((milk juice) (honey marmalade))\n",
