@@ -60,9 +60,7 @@ class Budget:
         """No more drafts, not even to go on with a reply that stopped short: they are spent
         (`drafts_spent`), or the last was a continuation its repairs threw away
         (`_thrown_away`: asked to go on, the API writes more of the same)."""
-        drafts = [r for r in rounds if r.kind == "draft"]
-        thrown = len(drafts) > 1 and _thrown_away(drafts[-1], output)
-        return self.drafts_spent(rounds) or thrown
+        return self.drafts_spent(rounds) or _thrown_away(rounds, output)
 
     def target_completes(self, rounds: Sequence[Round], output: Output) -> bool:
         """The target's next call is the last: the corrections or the drafts are spent, or the
@@ -126,19 +124,23 @@ def _stuck(rounds: Sequence[Round], output: Output) -> bool:
     drafts = [r for r in rounds if r.kind == "draft"]
     if drafts and _only_repeated(drafts[-1]):
         return True
-    if len(drafts) > 1 and _thrown_away(drafts[-1], output):
+    if _thrown_away(rounds, output):
         return True
     return len(drafts) > 1 and all(_no_headway(r) for r in drafts[-2:])
 
 
-def _thrown_away(draft: Round, output: Output) -> bool:
-    """A continuation of which the repairs threw away (skipped, or deleted) more than twice
-    the non-blank characters they kept: asked to go on after a correction, the API wrote its
-    answer again in another shape than the grammar's, or wrote on against the correction, and
-    asked again it does so again (SmolLM2 through llama.cpp: three calls where two gave the
-    same text; six in one run). The rest of a cut draft is not counted: the correction that
-    follows may reuse it. A JSON schema's settling counts too: it deletes the member it refuses."""
-    kept = thrown = 0
+def _thrown_away(rounds: Sequence[Round], output: Output) -> bool:
+    """The last draft is a continuation (not the run's first draft) of which the repairs threw
+    away (skipped, or deleted) more than twice the non-blank characters they kept: asked to go
+    on after a correction, the API wrote its answer again in another shape than the grammar's,
+    or wrote on against the correction, and asked again it does so again (SmolLM2 through
+    llama.cpp: three calls where two gave the same text; six in one run). The rest of a cut
+    draft is not counted: the correction that follows may reuse it. A JSON schema's settling
+    counts too: it deletes the member it refuses."""
+    drafts = [r for r in rounds if r.kind == "draft"]
+    if len(drafts) < 2:
+        return False
+    draft, kept, thrown = drafts[-1], 0, 0
     for span in output.spans:
         if span.round == draft.index and span.origin == "draft":
             kept += ink(span.text)
