@@ -42,8 +42,9 @@ class Vocabulary:
             for i, b in enumerate(self.token_bytes)
             if b.strip() and not b.strip().strip(_CLOSERS) and i not in self.special
         ]
-        self.closers = self._masked(closing + ([self.eos] if self.eos < n_logits else []))
-        self._printable, self._quotes = self._strings(closing)
+        eos = [self.eos] if self.eos < n_logits else []
+        self.closers = self._masked(closing + eos)
+        self._printable, self._quotes = self._strings(closing, eos)
         # Tokens of blanks only (spaces, tabs, line ends).
         self.blanks = self._masked(
             [
@@ -109,34 +110,38 @@ class Vocabulary:
         allowed = sum(matcher.validate_tokens([t]) for t in self._printable)
         return allowed >= _FREE_TEXT_SHARE * len(self._printable)
 
-    def _strings(self, closing: list[int]) -> tuple[list[int], dict[int, torch.Tensor]]:
+    def _strings(
+        self, closing: list[int], eos: list[int]
+    ) -> tuple[list[int], dict[int | None, torch.Tensor]]:
         """The tokens of one printable ASCII character (which of them the grammar allows tells
         whether the text is inside a string: `in_free_text`), and each quote's token with the
-        closing tokens that begin with that quote (`string_closers`)."""
+        closing tokens that begin with that quote, and EOS (`string_closers`); under None, EOS
+        alone."""
         singles = {b: i for i, b in enumerate(self.token_bytes) if len(b) == 1}
         printable = [singles[bytes([c])] for c in range(0x20, 0x7F) if bytes([c]) in singles]
-        quotes = {
+        quotes: dict[int | None, torch.Tensor] = {
             singles[quote]: self._masked(
-                [i for i in closing if self.token_bytes[i].strip()[:1] == quote]
+                [i for i in closing if self.token_bytes[i].strip()[:1] == quote] + eos
             )
             for quote in (b'"', b"'")
             if quote in singles
         }
+        quotes[None] = self._masked(eos)
         return printable, quotes
 
     def string_closers(self, matcher: llguidance.LLMatcher) -> torch.Tensor:
         """Inside a string (`in_free_text`), the closing tokens that begin with the quote that
-        ends it: a bracket, or a quote of another kind, is the string's text there. None of
-        them where no quote ends it."""
+        ends it, and EOS: a bracket, or a quote of another kind, is the string's text there.
+        EOS alone where no quote ends it (a CSV field's text, a comment)."""
         for quote, closers in self._quotes.items():
-            if matcher.validate_tokens([quote]) != 1:
+            if quote is None or matcher.validate_tokens([quote]) != 1:
                 continue
             matcher.consume_token(quote)
             ends = not self.in_free_text(matcher)
             matcher.rollback(1)
             if ends:
                 return closers
-        return torch.zeros(self.n_logits, dtype=torch.bool)
+        return self._quotes[None]
 
     def _masked(self, tokens: list[int]) -> torch.Tensor:
         mask = torch.zeros(self.n_logits, dtype=torch.bool)

@@ -473,12 +473,30 @@ def test_inside_a_string_the_closing_bonus_goes_to_its_quote(tokenizer: Any, nam
     c = made.session(PROMPT).correct('{"a": "', JSON, max_tokens=8, until="complete", policy=policy)
     assert_sound(made, JSON, '{"a": "', c)
     assert c.complete, c.text  # the string, and the object, closed within the budget
-    assert made.vocab.in_free_text(_matcher_after(made, '{"a": "x'))
-    assert not made.vocab.in_free_text(_matcher_after(made, '{"a": "x"'))
+    assert made.vocab.in_free_text(_matcher_after(made, JSON, '{"a": "x'))
+    assert not made.vocab.in_free_text(_matcher_after(made, JSON, '{"a": "x"'))
 
 
-def _matcher_after(made: LocalTarget, text: str) -> Any:
-    matcher = JSON.matcher(made.vocab.ll)
+@pytest.mark.parametrize("name", TARGET_IDS)
+def test_a_strings_closers_are_its_quote_and_eos(target: Any, name: str) -> None:
+    """In a JSON string: the tokens that begin with `"` and EOS, not `'` nor a bracket; in a
+    CSV field's text, which no quote ends: EOS alone (it ends the text where that is complete)."""
+    made = target(name)
+    vocab = made.vocab
+    closers = vocab.string_closers(_matcher_after(made, JSON, '{"a": "x'))
+    assert closers[by_bytes(made, b'"')] and closers[vocab.eos]
+    assert not any(closers[by_bytes(made, b)] for b in (b"'", b"}", b"]", b")"))
+    assert all(
+        vocab.token_bytes[t].strip()[:1] == b'"'
+        for t in closers.nonzero().flatten().tolist()
+        if t != vocab.eos
+    )
+    field = vocab.string_closers(_matcher_after(made, Grammar.load("csv"), "a,b\n1,x"))
+    assert field.nonzero().flatten().tolist() == [vocab.eos]
+
+
+def _matcher_after(made: LocalTarget, grammar: Grammar, text: str) -> Any:
+    matcher = grammar.matcher(made.vocab.ll)
     assert matcher.consume_tokens(made.vocab.encode(text))
     return matcher
 
