@@ -15,6 +15,7 @@ import llguidance.hf
 import numpy as np
 import torch
 
+from grammars.checker import PRINTABLE, takes_free_text
 from local_target.errors import TargetError
 from local_target.repeats import ink
 
@@ -106,19 +107,19 @@ class Vocabulary:
     def in_free_text(self, matcher: llguidance.LLMatcher) -> bool:
         """Whether `matcher` is inside a string (a free-text lexeme), where nearly any printable
         character goes on: brackets and quotes of other kinds are its text there, and close
-        nothing (as grammars.checker.takes_free_text, by the one-character tokens)."""
-        allowed = sum(matcher.validate_tokens([t]) for t in self._printable)
-        return allowed >= _FREE_TEXT_SHARE * len(self._printable)
+        nothing (grammars.checker.takes_free_text, asked of the one-character tokens)."""
+        allowed = [byte for byte, t in self._printable if matcher.validate_tokens([t])]
+        return takes_free_text(frozenset(allowed))
 
     def _strings(
         self, closing: list[int], eos: list[int]
-    ) -> tuple[list[int], dict[int | None, torch.Tensor]]:
-        """The tokens of one printable ASCII character (which of them the grammar allows tells
-        whether the text is inside a string: `in_free_text`), and each quote's token with the
-        closing tokens that begin with that quote, and EOS (`string_closers`); under None, EOS
-        alone."""
+    ) -> tuple[list[tuple[int, int]], dict[int | None, torch.Tensor]]:
+        """The printable ASCII bytes with their one-character tokens (which of them the grammar
+        allows tells whether the text is inside a string: `in_free_text`), and each quote's
+        token with the closing tokens that begin with that quote, and EOS (`string_closers`);
+        under None, EOS alone."""
         singles = {b: i for i, b in enumerate(self.token_bytes) if len(b) == 1}
-        printable = [singles[bytes([c])] for c in range(0x20, 0x7F) if bytes([c]) in singles]
+        printable = [(c, singles[bytes([c])]) for c in PRINTABLE if bytes([c]) in singles]
         quotes: dict[int | None, torch.Tensor] = {
             singles[quote]: self._masked(
                 [i for i in closing if self.token_bytes[i].strip()[:1] == quote] + eos
@@ -160,7 +161,6 @@ class Vocabulary:
 
 
 _MOST_WIDE = 256  # (gap, most) pairs `wide_blanks` keeps
-_FREE_TEXT_SHARE = 0.9  # of the printable characters a string takes next
 
 
 class _Prefixes:

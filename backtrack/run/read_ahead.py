@@ -11,6 +11,7 @@ from backtrack.repair.json_shapes import wrapper_end
 from backtrack.repair.restart import Restart
 from backtrack.run.answer_start import sentence, spoken
 from backtrack.run.trailing import LINE_MORE, through_line
+from backtrack.trace.record import ink
 from providers.align import FENCE_OPENING
 
 if TYPE_CHECKING:
@@ -57,13 +58,13 @@ class ReadAhead:
             ahead.line = text[start:]
         if ahead.restart is not None and not fresh:
             ahead.taken, ahead.head = taken, taken.lstrip()[:1]
-            ahead.ink = len(taken) - sum(map(str.isspace, taken))
+            ahead.ink = ink(taken)
         return ahead
 
     def add(self, piece: str) -> None:
         self.pieces.append(piece)
         self.chars += len(piece)
-        self.ink += len(piece) - sum(map(str.isspace, piece))
+        self.ink += ink(piece)
         self.lines = self.lines or "\n" in piece
         self.head = self.head or piece.lstrip()[:1]
 
