@@ -22,6 +22,7 @@ from providers.base import Message, Prompt
 __all__ = [
     "CONTINUE_INSTRUCTION",
     "Aligner",
+    "Echo",
     "as_messages",
     "continued_text",
     "instructed",
@@ -125,7 +126,7 @@ class Aligner:
         self.anchored = anchored
         self.min_repeat = max(min_repeat, 1)
         self.stripped = ""
-        self._echoed = frozenset(_WORD.findall(echoes.lower()))
+        self._echo = Echo(echoes)
         fence = strip_fence and not prefix.lstrip().startswith(FENCE)
         self._after_echo: Literal["fence", "overlap"] = "fence" if fence else "overlap"
         self._state: Literal["echo", "fence", "overlap", "pass"] = (
@@ -167,16 +168,11 @@ class Aligner:
 
     def _strip_echo(self, final: bool) -> bool:
         """Strip a first line that echoes the instruction from `_held`; False while it is too
-        early to tell (a line that starts with a word and has only the instruction's words so
-        far, not longer than the instruction)."""
+        early to tell (`Echo.may_be`)."""
         line, newline, _ = self._held.partition("\n")
-        words = _WORD.findall(line.lower())
-        if not newline and not final and _ECHO_START.match(line):
-            whole = words[:-1] if line[-1:].isalpha() else words
-            if all(w in self._echoed for w in whole) and len(line) <= _MAX_ECHO:
-                return False
-        echoed = sum(w in self._echoed for w in words)
-        if newline and len(words) >= 5 and 5 * echoed >= 4 * len(words):
+        if not newline and not final and _ECHO_START.match(line) and self._echo.may_be(line):
+            return False
+        if newline and self._echo.of(line):
             self.stripped += line + newline
             self._held = self._held[len(line) + 1 :]
         self._state = self._after_echo
@@ -249,9 +245,34 @@ class Aligner:
         return self._release(0 if self._best is None else size - self._best)
 
 
+class Echo:
+    """What a reply's line that echoes a text the project sent looks like (the instruction to go
+    on, the caller's prompt): five words or more, four in five of them the text's, maybe behind
+    comment marks (`--Do not repeat any of the text already written`). Such a line is the
+    request coming back, not answer text."""
+
+    def __init__(self, sent: str) -> None:
+        self.words = frozenset(_WORD.findall(sent.lower()))
+        self._longest = 2 * len(sent)
+
+    def of(self, line: str) -> bool:
+        """Whether the whole `line` echoes the text."""
+        words = _WORD.findall(line.lower())
+        echoed = sum(w in self.words for w in words)
+        return len(words) >= 5 and 5 * echoed >= 4 * len(words)
+
+    def may_be(self, line: str) -> bool:
+        """Whether `line`, still arriving, may yet be an echo: it has only the text's words so
+        far (its last may be cut short), and is not longer than twice the text."""
+        if not self.words or len(line) > self._longest:
+            return False
+        words = _WORD.findall(line.lower())
+        whole = words[:-1] if line[-1:].isalpha() else words
+        return all(w in self.words for w in whole)
+
+
 _WORD = re.compile(r"[a-z]+")
 _ECHO_START = re.compile(r"[\s\-#/;*>]*([A-Za-z]|$)")  # comment marks and blanks, then a word
-_MAX_ECHO = 2 * len(CONTINUE_INSTRUCTION)
 
 
 def _line_starts(text: str) -> list[tuple[int, int]]:

@@ -28,17 +28,17 @@ new checker in slices of `SLICE` characters, so no character is checked more tha
 
 from __future__ import annotations
 
-import bisect
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from backtrack.run.prose import MARKDOWN, LineWords, echoes_prompt, prose, sentence
 from grammars.checker import append_piece
 from providers.align import FENCE
 
 if TYPE_CHECKING:
     from grammars.checker import Checker
     from grammars.grammar import Grammar
+    from providers.align import Echo
 
 LONG_RUN = 16
 SHORT_RUN = 4
@@ -68,144 +68,14 @@ class _Run:
         self.alive = taken == len(text)
 
 
-def preamble(text: str) -> bool:
-    """Whether `text`, before where an answer could start, reads as a preamble to drop: a code
-    fence, or prose. Text that reads as code (`x = 1; y = 2; `, `; a comment`, `<p class='a'>`)
-    may be the answer with a slip early on: the repairs see to it."""
-    return FENCE in text or prose(text)
-
-
-def prose(text: str) -> bool:
-    """Whether `text` reads as prose: it starts with a word or a markdown mark, and at least half
-    of what is not blank is letters."""
-    marks = text.split()
-    if not marks:
-        return True
-    first = marks[0][0]
-    letters = sum(c.isalpha() for mark in marks for c in mark)
-    return (first.isalnum() or first in _MARKDOWN) and 2 * letters >= sum(map(len, marks))
-
-
-_MARKDOWN = "*_>#-\"'"
-
-
-def sentence(line: str) -> bool:
-    """Whether `line` reads as a sentence of prose: it starts with a letter, and of its words
-    (three or more) all but one, and at least three in four, are plain words: letters (an
-    apostrophe or a hyphen inside), maybe in brackets or quotes, maybe with a comma, a stop, a
-    colon or a mark after. A record or a statement (`3,New York,Big Apple`, `created = 2024-03-18
-    UTC`, `forward 100`) is not one."""
-    words = line.split()
-    if len(words) < 3 or not words[0][:1].isalpha():
-        return False
-    plain = sum(1 for word in words if _PLAIN_WORD.fullmatch(word))
-    return plain >= len(words) - 1 and 4 * plain >= 3 * len(words)
-
-
-def commentary(text: str) -> bool:
-    """Whether `text`, dropped before the answer, reads as commentary: each of its lines is
-    blank, a code fence, a markdown heading (`### Solution`), or `spoken` (`Sure!`, `Here you
-    go:`). What does not (`setpencolor blue`, `setpencolor red yellow`) may be answer text the
-    answer's start was placed past."""
-    return all(
-        spoken(line)
-        or line.rstrip()[-1:] in ".:!?"
-        or line.lstrip().startswith(FENCE)
-        or _HEADING.match(line) is not None
-        for line in text.splitlines()
-        if line.strip()
-    )
-
-
-_HEADING = re.compile(r"\s*#{1,6} +\w")
-
-
-def capitalised(text: str) -> bool:
-    """Whether `text` opens as a sentence does: a capital letter, then a small one."""
-    return _CAPITALISED.match(text) is not None
-
-
-_CAPITALISED = re.compile(r"\s*[A-Z](?:[a-z']|\s)")
-
-
-def spoken(line: str) -> bool:
-    """Whether `line` is a sentence someone says: it reads as a `sentence` and opens with a
-    capital or ends as a sentence does. A line of lower-case words without a stop is as likely a
-    statement of the answer (`c red yellow`, a turtle's colours)."""
-    return sentence(line) and (capitalised(line) or line.rstrip()[-1:] in ".:!?")
-
-
-def past_sentences(grammar: Grammar, text: str, start: int) -> int:
-    """Where the answer starts when the lines from `start`'s own (all of it, `start` may be
-    inside it) open with sentences the grammar happens to take (symbols in an S-expression, keys
-    in INI): the first line after them that is not `spoken`, where the text from there fits as
-    far as it has come. `start` otherwise, and where the text is all sentences (a grammar of
-    prose)."""
-    at = text.rfind("\n", 0, start) + 1
-    sentences = 0
-    while (end := text.find("\n", at)) >= 0:
-        line = text[at:end]
-        if line.strip() and not spoken(line):
-            break
-        sentences += bool(line.strip())
-        at = end + 1
-    rest = text[at:]
-    if not sentences or not rest.strip() or sentence(rest.split("\n", 1)[0]):
-        return start
-    return at if grammar.checker().feed(rest) == len(rest) else start
-
-
-class _LineWords:
-    """The words of the reply's last line, counted once as it grows: whether the line up to any
-    offset reads as a `sentence`, in time linear in the line however often it is asked."""
-
-    def __init__(self, start: int = 0) -> None:
-        self.start = start  # where the line starts in the reply
-        # After each blank counted so far: its offset + 1, and the words and plain words before.
-        self._bounds = [start]
-        self._counts = [(0, 0)]
-        self._first = ""  # the line's first word, once counted
-
-    def sentence_to(self, text: str, end: int) -> bool:
-        """`sentence(text[self.start:end])`."""
-        counted = self._bounds[-1]
-        blank = _LAST_BLANK.search(text, counted, end) if end > counted else None
-        if blank is not None:
-            words, plain = self._counts[-1]
-            for word in text[counted : blank.start()].split():
-                self._first = self._first or word
-                words += 1
-                plain += _PLAIN_WORD.fullmatch(word) is not None
-            self._bounds.append(blank.start() + 1)
-            self._counts.append((words, plain))
-        at = bisect.bisect_right(self._bounds, end) - 1
-        words, plain = self._counts[at]
-        tail = text[self._bounds[at] : end].split()
-        words += len(tail)
-        plain += sum(_PLAIN_WORD.fullmatch(word) is not None for word in tail)
-        first = (self._first if at else "") or (tail[0] if tail else "")
-        return words >= 3 and first[:1].isalpha() and plain >= words - 1 and 4 * plain >= 3 * words
-
-
-_LAST_BLANK = re.compile(r"\s(?=\S*\Z)")
-_PLAIN_WORD = re.compile(r"[(\"'“‘]?[^\W\d_]+(?:['’-][^\W\d_]+)*[)\"'”’]?[.,;:!?…]*")
-
-
-def states_value(rest: str) -> bool:
-    """Whether `rest` gives the value of what came before (` = 10` after `3 * 2 + 4`, `=> 7`):
-    the answer's result, commentary where the grammar takes no `=` there."""
-    return _VALUE.match(rest) is not None
-
-
-_VALUE = re.compile(r"[ \t]*(?:=>?|≈)[ \t]*[^\s=>]")
-
-
 class AnswerStart:
     """Give it the reply chunk by chunk; `seek` and `finish` return the answer's offset once
     known."""
 
-    def __init__(self, grammar: Grammar, *, limit: int) -> None:
+    def __init__(self, grammar: Grammar, *, limit: int, echo: Echo | None = None) -> None:
         self.grammar = grammar
+        self.echo = echo  # the caller's prompt: a sentence that echoes it is no answer text
+        self._echo_open = echo is not None  # the reply may still be opening with such a one
         self.limit = limit  # offsets past this are not considered (the text is still kept)
         self._parts: list[str] = []
         self.length = 0
@@ -219,7 +89,7 @@ class AnswerStart:
         # Rule 4's best candidate so far: (not prose, length, -start).
         self._whole: tuple[bool, int, int] | None = None
         self.inside = False  # the offset found is rule 4's: an answer inside a sentence
-        self._line = _LineWords()  # the last line's words, for `_in_sentence`
+        self._line = LineWords()  # the last line's words, for `_in_sentence`
         # What `prose` reads of the whole text, counted as it arrives (for `_sure`).
         self._first_mark = ""  # the first character that is no blank
         self._letters = 0
@@ -261,7 +131,7 @@ class AnswerStart:
             self._first_mark = self._first_mark or text.lstrip()[:1]
             line = text.rfind("\n") + 1
             if line:
-                self._line = _LineWords(self.length + line)
+                self._line = LineWords(self.length + line)
             self.length += len(text)
 
     def _check(self, piece: str, start: int) -> int | None:
@@ -325,7 +195,7 @@ class AnswerStart:
         return self._may_open
 
     def _decide(self, *, final: bool) -> int | None:
-        if not final and self._opening():
+        if not final and (self._opening() or self._may_echo()):
             return None
         reach = 0
         for run in self._runs:
@@ -343,6 +213,18 @@ class AnswerStart:
             self._note_whole(run)
         self.inside = self._whole is not None
         return -self._whole[2] if self._whole is not None else None
+
+    def _may_echo(self) -> bool:
+        """The reply may open with a sentence that echoes the prompt: its first line is still
+        arriving, or it has, and the next line with text has not ended. Then the decision waits:
+        backtrack.run.prose.past_sentences drops the sentence once the line after it tells."""
+        if self._echo_open and self.echo is not None:
+            line, newline, after = self.text.partition("\n")
+            if newline:
+                self._echo_open = echoes_prompt(line, self.echo) and "\n" not in after.lstrip()
+            else:
+                self._echo_open = line[:1].isalnum() and self.echo.may_be(line)
+        return self._echo_open
 
     def _note_whole(self, run: _Run) -> None:
         """Rule 4's candidate: `run`, where its valid text is a complete one."""
@@ -377,7 +259,7 @@ class AnswerStart:
         """`prose(self.text)`, from counts kept as the text arrives."""
         if not self._ink:
             return True
-        return (self._first_mark.isalnum() or self._first_mark in _MARKDOWN) and (
+        return (self._first_mark.isalnum() or self._first_mark in MARKDOWN) and (
             2 * self._letters >= self._ink
         )
 

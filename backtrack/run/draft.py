@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 
 from backtrack.repair.json_shapes import wrapper_end
 from backtrack.repair.search import Prefer, search
-from backtrack.run.answer_start import AnswerStart, commentary
+from backtrack.run.answer_start import AnswerStart
 from backtrack.run.early_slip import answer_offset
 from backtrack.run.fence import ClosingFence
 from backtrack.run.output import REPAIR_LIMITS
+from backtrack.run.prose import commentary
 from backtrack.run.read_ahead import ReadAhead
 from backtrack.run.reasoning import ReasoningBlock
 from backtrack.run.stray_reply import feed_watching, watch
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from backtrack.run.options import GuideOptions
     from backtrack.run.output import Output
     from grammars.grammar import Grammar
+    from providers.align import Echo
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +66,7 @@ class DraftReader:
         prefer: Prefer | None,
         *,
         repairs_before: int,
+        echo: Echo,
         retry_of: DraftReader | None = None,
     ) -> None:
         self.output = output
@@ -80,7 +83,8 @@ class DraftReader:
         # While nothing is committed: a `<think>` block to skip, then where does the answer start?
         first = not output.text
         self.reasoning = ReasoningBlock() if first else None
-        self.seeker = AnswerStart(grammar, limit=preamble_limit(self.options)) if first else None
+        limit = preamble_limit(options)
+        self.seeker = AnswerStart(grammar, limit=limit, echo=echo) if first else None
         self.stripped_shown = 0  # how much of the stream's stripped text the trace shows already
         self.reasoning_shown = 0  # and of the reasoning it sent apart from the answer
         self.read = 0  # characters received this round
@@ -195,9 +199,7 @@ class DraftReader:
             start = 0  # no answer found: treat the draft as an ordinary (cut) draft
         self.seeker = None
         received = seeker.text
-        start = answer_offset(
-            self.grammar, received, start, inside=seeker.inside, window=self.options.repair_window
-        )
+        start = answer_offset(self.grammar, seeker, start, window=self.options.repair_window)
         skipped = received[:start]
         self.output.drop(skipped, "preamble" if commentary(skipped) else "before_answer")
         if self.fence is None:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from backtrack.run.options import GuideOptions
     from backtrack.run.output import Output
     from grammars.grammar import Grammar
+    from providers.align import Echo
     from providers.base import AsyncDraftStream, DraftStream, Usage
 
 logger = logging.getLogger(__name__)
@@ -64,11 +65,12 @@ class DraftRound:
         *,
         index: int,
         repairs_before: int,
+        echo: Echo,
     ) -> None:
         self.output = output
         self.index = index
         self._new_reader = functools.partial(
-            DraftReader, output, grammar, options, prefer, repairs_before=repairs_before
+            DraftReader, output, grammar, options, prefer, repairs_before=repairs_before, echo=echo
         )
         self.reader = self._attempt(None)
 

@@ -6,20 +6,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from backtrack.repair.search import search
-from backtrack.run.answer_start import capitalised, commentary, past_sentences, preamble
 from backtrack.run.output import REPAIR_LIMITS
+from backtrack.run.prose import capitalised, commentary, past_sentences, preamble
 
 if TYPE_CHECKING:
+    from backtrack.run.answer_start import AnswerStart
     from grammars import Grammar
 
 
-def answer_offset(grammar: Grammar, received: str, start: int, *, inside: bool, window: int) -> int:
-    """Where the answer starts in the first reply, `received`, given the offset the answer's
-    start was found at (`start`; `inside`: an answer inside a sentence, rule 4 of
-    backtrack.run.answer_start): past sentences the grammar happens to take, but at 0 where what
-    comes before is the answer with a slip early on, or the reply is the answer with a slip
-    rather than a sentence around one."""
-    found, start = start, past_sentences(grammar, received, start)
+def answer_offset(grammar: Grammar, seeker: AnswerStart, start: int, *, window: int) -> int:
+    """Where the answer starts in the first reply, the `seeker`'s text, given the offset it found
+    the answer's start at (`start`; `seeker.inside`: an answer inside a sentence, rule 4 of
+    backtrack.run.answer_start): past sentences the grammar happens to take (or that echo the
+    prompt: `seeker.echo`), but at 0 where what comes before is the answer with a slip early
+    on, or the reply is the answer with a slip rather than a sentence around one."""
+    received, inside = seeker.text, seeker.inside
+    found, start = start, past_sentences(grammar, received, start, seeker.echo)
     if start and slipped_answer(grammar, received, start, window):
         return 0  # a slip early in the answer, for the repairs, not a preamble to drop
     if start == found and start and inside and repairable(grammar, received, window):

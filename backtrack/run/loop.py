@@ -39,6 +39,7 @@ from backtrack.run.stray_reply import leave_out_stray
 from backtrack.run.trailing import HandBack, close_up, final_point
 from backtrack.trace.record import Round, StopReason, Trace
 from backtrack.trace.result import GuideResult
+from providers.align import Echo
 from providers.base import AsyncDraftStream, DraftRequest, DraftStream, Prompt, Usage
 
 if TYPE_CHECKING:
@@ -140,6 +141,7 @@ class GuideLoop:
                 self.prefer,
                 index=len(self.rounds),
                 repairs_before=sum(len(r.repairs) for r in self.rounds),
+                echo=Echo(_prompt_text(self.prompt)),
             )
         else:
             self._draft.retry()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from backtrack.repair.json_shapes import wrapper_end
 from backtrack.repair.restart import Restart
-from backtrack.run.answer_start import sentence, spoken
+from backtrack.run.prose import sentence, spoken
 from backtrack.run.trailing import LINE_MORE, through_line
 from backtrack.trace.record import ink
 from providers.align import FENCE_OPENING

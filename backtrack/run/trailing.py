@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from backtrack.repair.search import search
-from backtrack.run.answer_start import prose, sentence, states_value
 from backtrack.run.output import REPAIR_LIMITS
+from backtrack.run.prose import prose, sentence, states_value
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -13,14 +13,8 @@ from typing import Any
 
 import pytest
 
-from backtrack.run.answer_start import (
-    MAX_LIVE,
-    SLICE,
-    AnswerStart,
-    _LineWords,
-    commentary,
-    sentence,
-)
+from backtrack.run.answer_start import MAX_LIVE, SLICE, AnswerStart
+from backtrack.run.prose import LineWords, commentary, sentence
 from grammars import Grammar
 from grammars.checker import Checker
 
@@ -219,13 +213,13 @@ def test_what_is_dropped_before_an_answer_reads_as_commentary_or_not(
 
 @pytest.mark.parametrize("seed", range(3))
 def test_a_lines_words_counted_as_it_grows_read_as_the_line_itself(seed: int) -> None:
-    """`_LineWords` answers `sentence` of the line up to any offset, asked in any order, from
+    """`LineWords` answers `sentence` of the line up to any offset, asked in any order, from
     words it counts once (a long first line is not read again at every decision)."""
     rng = random.Random(seed)
     words = ["Let", "me", "think,", "(about)", "it's", "42", "x=1", "don't", "b.", "\t", "The"]
     for _ in range(200):
         text = "x\n" + " ".join(rng.choice(words) for _ in range(rng.randint(0, 12)))
-        line = _LineWords(2)
+        line = LineWords(2)
         ends = list(range(2, len(text) + 1))
         rng.shuffle(ends)
         for end in ends:

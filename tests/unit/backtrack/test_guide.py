@@ -1406,3 +1406,44 @@ def test_an_api_that_stops_short_twice_has_its_brackets_closed(chunk: int) -> No
         0,
     )
     assert [s.text for s in result.trace.spans if s.origin == "edit"] == [")"]
+
+
+ECHOED = {
+    # A prompt's sentence echoed before the answer, whose end the grammar takes (symbols and a
+    # list; an operand and a label): it goes, and the answer starts where the document does.
+    "sexp": (
+        "A symbol library (version 20211014) with one resistor R: hidden pin numbers, one "
+        "passive pin 1 at (0 3.81 270).",
+        '(kicad_symbol_lib (version 20211014)\n  (symbol "R" (pin passive (at 0 3.81 270))))\n',
+    ),
+    "asm6502": (
+        "6502 assembly: the start of an 8-bit bubble sort: clear the exchange flag, fetch the "
+        "count, compare neighbours and exchange them.",
+        "SORT8    LDY #$00\n         STY $32\n         LDA ($30),Y\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("chunk", [0, 1, 3])
+@pytest.mark.parametrize("gname", list(ECHOED))
+def test_a_sentence_of_the_prompt_echoed_before_the_answer_is_dropped(gname: str, chunk: int):
+    """The API echoes the task before the answer; the grammar happens to take the sentence's end
+    (`one passive pin 1 at (0 3.81 270).` as symbols). Before, the answer started there. A line
+    of the prompt's words in the answer's own comment notation stays (the test after)."""
+    task, doc = ECHOED[gname]
+    api = ScriptedAPI("", drafts=[f"{task}\n\n{doc}"], chunk=chunk)
+    fn = providers.FunctionDrafter(api.stream if chunk else api)
+    prompt = f"{task} Reply with the document only."
+    result = guide(fn, load_unseen_grammar(gname), prompt=prompt, target=ScriptedTarget(), **SMALL)
+    assert (result.text, result.api_calls, result.corrections) == (doc, 1, 0)
+    assert [(d.reason, d.text) for d in result.drops] == [("preamble", f"{task}\n\n")]
+
+
+@pytest.mark.parametrize("chunk", [0, 3])
+def test_a_comment_in_the_prompts_words_is_the_answers(chunk: int) -> None:
+    doc = " ; Example 5-14.  Simple 16-bit square root.\n          LDY #$01\n"
+    api = ScriptedAPI("", drafts=[doc], chunk=chunk)
+    fn = providers.FunctionDrafter(api.stream if chunk else api)
+    prompt = "6502 assembly: a simple 16-bit square root (Example 5-14)."
+    result = guide(fn, load_unseen_grammar("asm6502"), prompt=prompt, target=ScriptedTarget())
+    assert (result.text, result.drops) == (doc, ())
