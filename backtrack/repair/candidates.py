@@ -21,6 +21,7 @@ from backtrack.repair.notations import (
     CONTEXT,
     changes_words,
     characters,
+    comment_at,
     common,
     decoded,
     distance,
@@ -201,6 +202,16 @@ def _ends_line_in_blanks(before: str, tail: str) -> bool:
     return before[-1:] in (" ", "\t") and tail[:1] in ("\n", "\r", "")
 
 
+def _opens_comment(before: str, removed: str, tail: str) -> bool:
+    """Whether the edit takes away the start of what reads as a line comment after blanks, not
+    all of it (`))  ; done` read as two statements, `; ` as a line end): one edit more than
+    another notation's operator costs, where deleting the comment costs one."""
+    opening = removed.lstrip(" \t")
+    comment = comment_at(opening + tail)
+    spaced = (before + removed[: len(removed) - len(opening)])[-1:] in (" ", "\t")
+    return spaced and comment is not None and 0 < len(opening) < comment[0]
+
+
 def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) -> Candidate:
     """`edit`, which removes `removed` after the text `before` (its last CONTEXT characters are
     enough) and leaves `tail` to read, with its cost and rank. `only`: the skip the insert goes
@@ -240,6 +251,7 @@ def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) 
             + (only is None and odd and word_at(tail) > 0)
             + flips_tag(before, removed, insert, tail)
             + (word_swap and renames_key(before, removed, insert, tail)) * len(insert)
+            + _opens_comment(before, removed, tail)
         )
     loose = edit_distance(removed.lower(), insert.lower())
     # The end tag the grammar allows, left out, is not made up: of one inserted and the draft's

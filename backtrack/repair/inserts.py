@@ -42,9 +42,19 @@ def _comment_inserts(checker: Checker, rest: str) -> list[tuple[str, int | None]
         if other == opening or (closing == "\n") != (COMMENTS[opening] == "\n"):
             continue  # a line comment stays one, so does a block comment
         written = other + text + (closing if closing != "\n" else "")
-        if checker.fits(written) == len(written):
+        if checker.fits(written) == len(written) and _opens_comment(checker, other):
             found.append((written, length))
     return found
+
+
+def _opens_comment(checker: Checker, opening: str) -> bool:
+    """Whether the grammar reads `opening` here as a comment's: any text may follow it (`//` is
+    two symbols in an S-expression, where `// done` fits too)."""
+    start = checker.chars
+    checker.feed(opening)
+    free = checker.in_free_text()
+    checker.rollback(start)
+    return free
 
 
 def _words(checker: Checker, max_word: int, word_nodes: int) -> list[str]:

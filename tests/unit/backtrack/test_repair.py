@@ -23,6 +23,7 @@ from backtrack.repair.notations import CONTEXT
 from backtrack.repair.restart import MAX_INK, Restart
 from backtrack.repair.search import search
 from backtrack.trace.record import OUTPUT_ORIGINS
+from benchmarks.corpora.unseen import load_unseen_grammar
 from grammars import Checker
 from tests.support.scripted import ScriptedAPI, ScriptedTarget
 from tests.support.servers import text
@@ -155,6 +156,24 @@ def test_a_slip_is_repaired_with_one_call(
     assert (result.valid, result.api_calls, result.corrections) == (True, 1, 0)
     assert result.repairs >= 1
     assert "".join(s.text for s in result.trace.spans if s.origin in OUTPUT_ORIGINS) == expected
+
+
+@pytest.mark.parametrize(
+    ("draft", "expected"),
+    [
+        # After blanks, `;` opens a comment, not another statement (`; ` read as a line end made
+        # `done` an S-expression of its own); nor is it written as `// done` or `-- done`, where
+        # `//` and `--` are symbols.
+        (
+            "((milk juice) (honey marmalade))  ; done\n(a b)\n",
+            "((milk juice) (honey marmalade))\n(a b)\n",
+        ),
+    ],
+)
+@pytest.mark.parametrize("chunk", [0, 3], ids=["whole", "streamed"])
+def test_a_comment_in_a_grammar_without_comments_is_deleted(draft: str, expected: str, chunk: int):
+    result = repaired(load_unseen_grammar("sexp"), draft, chunk=chunk)
+    assert (result.text, result.api_calls, result.corrections) == (expected, 1, 0)
 
 
 @pytest.mark.parametrize(
