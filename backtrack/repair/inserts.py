@@ -30,14 +30,16 @@ _INSERTABLE = PRINTABLE | {ord("\n"), ord("\t")}
 
 
 def _comment_inserts(checker: Checker, rest: str) -> list[tuple[str, int | None]]:
-    """Where the draft goes on with a comment the grammar refuses: deleting it, or writing it as
-    a comment of the same kind in a notation the grammar takes (`# note` for `; note` in TOML),
-    with the skip past it."""
+    """Where the draft goes on with a comment the grammar refuses: deleting it (on a line of its
+    own, with its line's end: a list has no blank item), or writing it as a comment of the same
+    kind in a notation the grammar takes (`# note` for `; note` in TOML), with the skip past it."""
     comment = comment_at(rest)
     if comment is None:
         return []
     length, opening, text = comment
     found: list[tuple[str, int | None]] = [("", length)]
+    if checker.text[-1:] in ("", "\n") and rest[length : length + 1] == "\n":
+        found.append(("", length + 1))
     for other, closing in COMMENTS.items():
         if other == opening or (closing == "\n") != (COMMENTS[opening] == "\n"):
             continue  # a line comment stays one, so does a block comment

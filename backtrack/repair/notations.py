@@ -221,7 +221,7 @@ def flips_tag(before: str, removed: str, inserted: str, after: str) -> bool:
 
 
 # Comment openings of common notations, and what closes each (a line comment: the line's end).
-COMMENTS = {"//": "\n", "#": "\n", ";": "\n", "--": "\n", "/*": "*/"}
+COMMENTS = {"//": "\n", "#": "\n", ";": "\n", "--": "\n", "/*": "*/", "<!--": "-->"}
 
 
 def comment_at(rest: str) -> tuple[int, str, str] | None:
@@ -243,9 +243,9 @@ def comment_at(rest: str) -> tuple[int, str, str] | None:
 
 def is_comment(text: str, after: str) -> bool:
     """Whether `text` is one whole comment where `after` follows it (a line comment runs to its
-    line's end)."""
+    line's end), maybe with the line end after it."""
     comment = comment_at(text + after)
-    return comment is not None and comment[0] == len(text)
+    return comment is not None and comment[0] in (len(text), len(text) - text.endswith("\n"))
 
 
 def word_at(text: str) -> int:
