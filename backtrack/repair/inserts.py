@@ -12,6 +12,7 @@ from backtrack.repair.notations import (
     CLOSERS,
     COMMENTS,
     END_TAG,
+    LOOK_ALIKES,
     OPERATORS,
     PHRASES,
     WORD,
@@ -106,6 +107,8 @@ def inserts(
         inserts += [(mark, None) for mark in CLOSERS + "\"'" if ord(mark) in following]
     if len(deleted) > 1:  # one character deleted further back: the comma in "a, FROM"
         inserts.append((deleted[1:], None))
+    # A character in place of the one it looks like (`0-0` for castling's `O-O`).
+    inserts += [(c, 1) for c in LOOK_ALIKES.get(rest[:1], "") if ord(c) in following]
     word = word_at(rest)
     tail = len(deleted) - len(deleted.rstrip("".join(WORD)))
     if word and following & _WORD_BYTES and (not deleted or tail == len(deleted)):

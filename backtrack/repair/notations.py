@@ -26,6 +26,9 @@ def edit_distance(a: str, b: str) -> int:
 
 
 CLOSERS = ")]}"
+# Characters that look alike, each with those it may stand for: one edit, though a letter or a
+# digit inserted on its own is made-up content.
+LOOK_ALIKES = {"0": "O", "O": "0", "1": "lI", "l": "1", "I": "1"}
 _CLASSES = (CLOSERS, "([{", "\"'`", ",;", " \t\r\n")
 
 

@@ -159,6 +159,26 @@ def test_a_slip_is_repaired_with_one_call(
 
 
 @pytest.mark.parametrize(
+    ("grammar", "draft", "expected"),
+    [
+        # Castling in zeros, the letter the grammar takes written as the digit it looks like:
+        # two edits, not the move deleted (`5. Be7 Re1`).
+        (
+            load_unseen_grammar("chess"),
+            "1. e4 e5\n2. Nf3 Nc6\n3. Bb5 a6\n4. Ba4 Nf6\n5. 0-0 Be7\n6. Re1 b5\n",
+            "1. e4 e5\n2. Nf3 Nc6\n3. Bb5 a6\n4. Ba4 Nf6\n5. O-O Be7\n6. Re1 b5\n",
+        ),
+    ],
+)
+@pytest.mark.parametrize("chunk", [0, 3], ids=["whole", "streamed"])
+def test_a_character_in_place_of_one_it_looks_like_is_put_right(
+    grammar: str | Grammar, draft: str, expected: str, chunk: int
+) -> None:
+    result = repaired(grammar, draft, chunk=chunk)
+    assert (result.text, result.api_calls, result.corrections) == (expected, 1, 0)
+
+
+@pytest.mark.parametrize(
     ("gname", "draft", "expected"),
     [
         # After blanks, `;` opens a comment, not another statement (`; ` read as a line end made
@@ -171,7 +191,11 @@ def test_a_slip_is_repaired_with_one_call(
         ),
         # A comment on a line of its own goes with its line's end: a list has no blank item
         # (before, `<!--` became the item mark `-`).
-        ("mdlist", "- [Tutorial](/t.md) for it.\n<!-- more items below -->\n- Blog: [a DSL](/b.md)\n", None),
+        (
+            "mdlist",
+            "- [Tutorial](/t.md) for it.\n<!-- more items below -->\n- Blog: [a DSL](/b.md)\n",
+            None,
+        ),
     ],
 )
 @pytest.mark.parametrize("chunk", [0, 3], ids=["whole", "streamed"])
