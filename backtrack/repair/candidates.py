@@ -18,6 +18,7 @@ from backtrack.repair.json_shapes import (
     wrapped_values,
 )
 from backtrack.repair.notations import (
+    CLOSERS,
     CONTEXT,
     changes_words,
     characters,
@@ -212,10 +213,15 @@ def _opens_comment(before: str, removed: str, tail: str) -> bool:
     return spaced and comment is not None and 0 < len(opening) < comment[0]
 
 
+def _closes(removed: str, insert: str) -> bool:
+    """Whether `insert` is closing brackets and then the `removed` text read again."""
+    opened = insert[: len(insert) - len(removed)]
+    return bool(opened) and insert.endswith(removed) and not opened.strip(CLOSERS)
+
+
 def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) -> Candidate:
-    """`edit`, which removes `removed` after the text `before` (its last CONTEXT characters are
-    enough) and leaves `tail` to read, with its cost and rank. `only`: the skip the insert goes
-    with (None: any)."""
+    """`edit`, which removes `removed` after the text `before` (its last CONTEXT characters) and
+    leaves `tail` to read, with its cost and rank; `only`: the insert's skip (None: any)."""
     insert = edit.insert
     own = 0
     tag_edit = only is not None and moves_end_tag(removed, insert)
@@ -254,11 +260,12 @@ def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) 
             + _opens_comment(before, removed, tail)
         )
     loose = edit_distance(removed.lower(), insert.lower())
-    # The end tag the grammar allows, left out, is not made up: of one inserted and the draft's
-    # own deleted, both fitting as far as the draft has come, the first closes what the API
-    # opened, the second leaves it open past where it ended. Nor are quotes around the API's own
-    # value (`aria-label="nav"`, not `aria-label-nav`).
-    invented = 0 if tag_edit or quoted else len(insert) - common(removed, insert)
+    # Not made up: the end tag the grammar allows, left out (of one inserted and the draft's own
+    # deleted, the first closes what the API opened, the second leaves it open past where it
+    # ended); quotes around the API's own value (`aria-label="nav"`, not `aria-label-nav`); a
+    # bracket closed where the API opened it (`LDA ($30),Y`, not `LDA $30,Y`, which drops one).
+    kept = tag_edit or quoted or _closes(removed, insert)
+    invented = 0 if kept else len(insert) - common(removed, insert)
     unlike = 0 if tag_edit else unlike_classes(removed, insert)
     rank = (unlike, -(edit.skip + edit.fits), invented, loose, edit.back)
     return Candidate(replace(edit, cost=cost), tail, rank, own)

@@ -158,52 +158,46 @@ def test_a_slip_is_repaired_with_one_call(
     assert "".join(s.text for s in result.trace.spans if s.origin in OUTPUT_ORIGINS) == expected
 
 
-@pytest.mark.parametrize(
-    ("grammar", "draft", "expected"),
-    [
-        # Castling in zeros, the letter the grammar takes written as the digit it looks like:
-        # two edits, not the move deleted (`5. Be7 Re1`).
-        (
-            load_unseen_grammar("chess"),
-            "1. e4 e5\n2. Nf3 Nc6\n3. Bb5 a6\n4. Ba4 Nf6\n5. 0-0 Be7\n6. Re1 b5\n",
-            "1. e4 e5\n2. Nf3 Nc6\n3. Bb5 a6\n4. Ba4 Nf6\n5. O-O Be7\n6. Re1 b5\n",
-        ),
-    ],
-)
-@pytest.mark.parametrize("chunk", [0, 3], ids=["whole", "streamed"])
-def test_a_character_in_place_of_one_it_looks_like_is_put_right(
-    grammar: str | Grammar, draft: str, expected: str, chunk: int
-) -> None:
-    result = repaired(grammar, draft, chunk=chunk)
-    assert (result.text, result.api_calls, result.corrections) == (expected, 1, 0)
+# Slips in grammars the project does not ship (benchmarks/corpora/unseen.py), each repaired with
+# one call. Where a repair reads the API's text two ways at one cost, it keeps what the API wrote.
+UNSEEN_SLIPS = [
+    # After blanks, `;` opens a comment, not another statement (`; ` read as a line end made
+    # `done` an S-expression of its own); nor is it written as `// done` or `-- done`, where
+    # `//` and `--` are symbols.
+    (
+        "sexp",
+        "((milk juice) (honey marmalade))  ; done\n(a b)\n",
+        "((milk juice) (honey marmalade))\n(a b)\n",
+    ),
+    # A comment on a line of its own goes with its line's end: a list has no blank item
+    # (before, `<!--` became the item mark `-`).
+    (
+        "mdlist",
+        "- [Tutorial](/t.md) for it.\n<!-- more items below -->\n- Blog: [a DSL](/b.md)\n",
+        "- [Tutorial](/t.md) for it.\n- Blog: [a DSL](/b.md)\n",
+    ),
+    # Castling in zeros, the letter the grammar takes written as the digit it looks like: two
+    # edits, not the move deleted (`5. Be7 Re1`).
+    (
+        "chess",
+        "1. e4 e5\n2. Nf3 Nc6\n3. Bb5 a6\n4. Ba4 Nf6\n5. 0-0 Be7\n6. Re1 b5\n",
+        "1. e4 e5\n2. Nf3 Nc6\n3. Bb5 a6\n4. Ba4 Nf6\n5. O-O Be7\n6. Re1 b5\n",
+    ),
+    # A bracket the API opened is closed, not deleted (`LDA $30,Y`): one edit either way.
+    (
+        "asm6502",
+        "NXTEL    LDA ($30,Y   ;FETCH ELEMENT\n         CMP $32\n",
+        "NXTEL    LDA ($30),Y   ;FETCH ELEMENT\n         CMP $32\n",
+    ),
+]
 
 
-@pytest.mark.parametrize(
-    ("gname", "draft", "expected"),
-    [
-        # After blanks, `;` opens a comment, not another statement (`; ` read as a line end made
-        # `done` an S-expression of its own); nor is it written as `// done` or `-- done`, where
-        # `//` and `--` are symbols.
-        (
-            "sexp",
-            "((milk juice) (honey marmalade))  ; done\n(a b)\n",
-            "((milk juice) (honey marmalade))\n(a b)\n",
-        ),
-        # A comment on a line of its own goes with its line's end: a list has no blank item
-        # (before, `<!--` became the item mark `-`).
-        (
-            "mdlist",
-            "- [Tutorial](/t.md) for it.\n<!-- more items below -->\n- Blog: [a DSL](/b.md)\n",
-            None,
-        ),
-    ],
-)
+@pytest.mark.parametrize(("gname", "draft", "expected"), UNSEEN_SLIPS)
 @pytest.mark.parametrize("chunk", [0, 3], ids=["whole", "streamed"])
-def test_a_comment_in_a_grammar_without_comments_is_deleted(
-    gname: str, draft: str, expected: str | None, chunk: int
+def test_a_slip_in_a_grammar_nobody_tuned_for_is_repaired(
+    gname: str, draft: str, expected: str, chunk: int
 ) -> None:
     result = repaired(load_unseen_grammar(gname), draft, chunk=chunk)
-    expected = expected or "- [Tutorial](/t.md) for it.\n- Blog: [a DSL](/b.md)\n"
     assert (result.text, result.api_calls, result.corrections) == (expected, 1, 0)
 
 
