@@ -15,9 +15,8 @@ _DECODER = json.JSONDecoder()
 
 def json_member(text: str) -> int | None:
     """When `text` starts with one whole JSON object member and its comma, either way round
-    (`, "pages": 412` or `"pages": 412, `, with the blanks after it, line ends too: the member
-    on a line of its own goes with its line), its length: a member the grammar has no place for
-    (a key the schema does not have), deleted whole. None otherwise."""
+    (`, "pages": 412` or `"pages": 412, `, blanks after it too), its length: a member the grammar
+    has no place for (a key the schema does not have), deleted whole. None otherwise."""
     leading = text.lstrip().startswith(",")
     at = text.index(",") + 1 if leading else 0
     name = _MEMBER_NAME.match(text, at)
@@ -32,7 +31,7 @@ def json_member(text: str) -> int | None:
     after = text[end:].lstrip()
     if not after.startswith(","):
         return None
-    return len(text) - len(after[1:].lstrip())  # the comma and the blanks after it
+    return len(text) - len(after[1:].lstrip(" "))  # the comma and the blanks after it
 
 
 _WRAPPED = 3  # values of a wrapping object or array that a repair may read in its place

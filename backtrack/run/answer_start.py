@@ -76,6 +76,7 @@ class AnswerStart:
         self.grammar = grammar
         self.echo = echo  # the caller's prompt: a sentence that echoes it is no answer text
         self._echo_open = echo is not None  # the reply may still be opening with such a one
+        self._zero_found = False  # offset 0 was found while that was not known
         self.limit = limit  # offsets past this are not considered (the text is still kept)
         self._parts: list[str] = []
         self.length = 0
@@ -195,15 +196,22 @@ class AnswerStart:
         return self._may_open
 
     def _decide(self, *, final: bool) -> int | None:
-        if not final and (self._opening() or self._may_echo()):
+        if not final and self._opening():
             return None
+        # While the reply may open with the prompt echoed, a start found waits (offset 0 too, once
+        # found: backtrack.run.prose.past_sentences takes the answer past the echo).
+        echo = not final and self._may_echo()
+        if self._zero_found and not echo:
+            return 0
         reach = 0
         for run in self._runs:
             beyond = run.end - max(run.start, reach, run.floor)
             if run.start == 0 and (run.newline or (run.alive and self._sure(final))):
-                return 0
+                if not echo:
+                    return 0
+                self._zero_found = True
             to_end = run.alive and final and beyond >= SHORT_RUN and beyond == run.checker.chars
-            if (beyond >= LONG_RUN and not self._in_sentence(run, final)) or to_end:
+            if ((beyond >= LONG_RUN and not self._in_sentence(run, final)) or to_end) and not echo:
                 return run.start
             reach = max(reach, run.end)
         self._discard_dead()
