@@ -276,14 +276,14 @@ def requoted(rest: str) -> tuple[int, str] | None:
 
 
 def quoted_name(rest: str) -> tuple[int, str] | None:
-    """When the draft goes on with a name in double quotes before a `:` (`"lon": 12.43` where a
-    GraphQL or YAML key is bare), (its quoted length, the bare name); None otherwise."""
-    if not rest.startswith('"'):
-        return None
-    n = word_at(rest[1:])
-    if not n or rest[1 + n : 2 + n] != '"' or not rest[2 + n :].lstrip(" ").startswith(":"):
-        return None
-    return n + 2, rest[1 : 1 + n]
+    """When the draft goes on with a name in double quotes before a `:` or a `=` (`"lon": 12.43`
+    where a GraphQL or YAML key is bare, `"max-line-length" = 160` in INI), (its quoted length,
+    the bare name); None otherwise."""
+    match = _QUOTED_NAME.match(rest)
+    return None if match is None else (match.end(1) + 1, match.group(1))
+
+
+_QUOTED_NAME = re.compile(r'"([A-Za-z_][\w.-]*)"(?=[ \t]*[:=])')
 
 
 _ESCAPES = re.compile(r"(?:\\u[0-9a-fA-F]{4})+")

@@ -93,23 +93,29 @@ def is_trailing(checker: Checker, rest: str) -> bool:
     return not more
 
 
-def reads_on(edit: Edit, window: str, text: str) -> bool:
+def reads_on(edit: Edit, window: str, text: str, *, ended: bool) -> bool:
     """Whether, after `edit`, what looked like commentary after the complete `text` is more
     document: what was read after the edit parses to the end of its first line (all of it, if it
-    has no line end), a good stretch of it or on into another line, and that line is no sentence
-    (which CSV, say, would take as a record), unless the edit wrote the line's own list mark as
-    the text's last line has it (`2. Build a tree.` as `- Build a tree.` after `- Parse...`). The
-    next line may hold the next slip: a document written in another notation slips on every line
-    (`1.` for `-` in a markdown list)."""
-    return _reads_through(window[edit.skip :], edit.fits, remarked=_remarked(edit, text))
+    has no line end), a good stretch of it or on into another line (or, where the `window` is
+    the reply's end and the edit made nothing up, to that end: `"max-line-length" = 160` as
+    `max-line-length = 160` on the last line), and that line is no sentence (which CSV, say,
+    would take as a record), unless the edit wrote the line's own list mark as the text's last
+    line has it (`2. Build a tree.` as `- Build a tree.` after `- Parse...`). The next line may
+    hold the next slip: a document written in another notation slips on every line (`1.` for
+    `-` in a markdown list)."""
+    after = window[edit.skip :]
+    own = edit.insert in edit.deleted + edit.skipped  # deleted, or the API's text unquoted
+    to_end = ended and own and edit.fits == len(after)
+    return _reads_through(after, edit.fits, remarked=_remarked(edit, text), to_end=to_end)
 
 
-def _reads_through(after: str, fits: int, *, remarked: bool) -> bool:
-    """`reads_on` for the text `after` an edit, of which the first `fits` characters are read."""
+def _reads_through(after: str, fits: int, *, remarked: bool, to_end: bool = False) -> bool:
+    """`reads_on` for the text `after` an edit, of which the first `fits` characters are read
+    (`to_end`: all of the reply's rest, after an edit that made nothing up)."""
     line = next((ln for ln in after.splitlines() if ln.strip()), "")
     line_end = after.find("\n", after.find(line) + len(line)) + 1 if line else 0
     fits_line = fits >= (line_end or len(after))
-    stretch = fits >= _READS_ON or _ANOTHER_LINE.search(after[:fits]) is not None
+    stretch = to_end or fits >= _READS_ON or _ANOTHER_LINE.search(after[:fits]) is not None
     return fits_line and stretch and (remarked or not sentence(line))
 
 

@@ -1355,15 +1355,17 @@ def test_a_remark_a_fence_or_a_repeat_before_a_continuation_goes(chunk: int, ope
 
 @pytest.mark.parametrize("chunk", [0, 1, 3])
 def test_a_line_with_two_slips_after_a_complete_text_is_more_document(chunk: int) -> None:
-    """`[tox]` is a complete INI file; the next line quotes its key as another notation does, so
-    no one edit lets it read on, and it looked like commentary: the whole file after the header
-    was dropped as trailing text. Two edits in the line let it read on, and it is kept."""
+    """`[tox]` is a complete INI file; the next line quotes its key in single quotes, so no one
+    edit lets it read on, and it looked like commentary: the whole file after the header was
+    dropped as trailing text. Two edits in the line let it read on, and it is kept. (A key in
+    double quotes, as JSON writes one, is one edit: the name unquoted.)"""
     doc = "[tox]\nenvlist = py27, py34\nskip = true\n\n[testenv]\ndeps = pytest\n"
-    draft = doc.replace("envlist", '"envlist"')
-    api = ScriptedAPI("", drafts=[draft], chunk=chunk)
-    result = run(api, load_unseen_grammar("ini"), ScriptedTarget(), stream=chunk > 0)
-    assert (result.text, result.drops, result.api_calls) == (doc, (), 1)
-    assert [r.skipped for r in result.trace.rounds[0].repairs] == ['"', '"']
+    for quote, skipped in (("'", ["'", "'"]), ('"', ['"envlist"'])):
+        draft = doc.replace("envlist", f"{quote}envlist{quote}")
+        api = ScriptedAPI("", drafts=[draft], chunk=chunk)
+        result = run(api, load_unseen_grammar("ini"), ScriptedTarget(), stream=chunk > 0)
+        assert (result.text, result.drops, result.api_calls) == (doc, (), 1)
+        assert [r.skipped for r in result.trace.rounds[0].repairs] == skipped
 
 
 @pytest.mark.parametrize("chunk", [0, 1, 3])

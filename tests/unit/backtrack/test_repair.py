@@ -183,6 +183,20 @@ UNSEEN_SLIPS = [
         "1. e4 e5\n2. Nf3 Nc6\n3. Bb5 a6\n4. Ba4 Nf6\n5. 0-0 Be7\n6. Re1 b5\n",
         "1. e4 e5\n2. Nf3 Nc6\n3. Bb5 a6\n4. Ba4 Nf6\n5. O-O Be7\n6. Re1 b5\n",
     ),
+    # The last line after a comment: read on to the reply's end after the comment's deletion,
+    # though that is no long stretch (before, `- b` was dropped as trailing text).
+    (
+        "mdlist",
+        "- [Tutorial](/t.md) for it.\n<!-- more items below -->\n- b\n",
+        "- [Tutorial](/t.md) for it.\n- b\n",
+    ),
+    # A key in quotes where INI writes it bare, on the last line: the key unquoted, not the line
+    # dropped, nor made its previous line's continuation by a blank inserted before it.
+    (
+        "ini",
+        '[flake8]\nignore =\n    E126 # a reason\n"max-line-length" = 160\n',
+        "[flake8]\nignore =\n    E126 # a reason\nmax-line-length = 160\n",
+    ),
     # A bracket the API opened is closed, not deleted (`LDA $30,Y`): one edit either way.
     (
         "asm6502",
