@@ -294,7 +294,7 @@ class DraftReader:
                 prefer=self.prefer,
                 alone=looks_trailing,
             )
-            if looks_trailing and not (edit and reads_on(edit, window, checker.text, ended=ended)):
+            if looks_trailing and not (edit and reads_on(edit, window, checker, ended=ended)):
                 edit = reads_on_after_edits(checker, rest, len(window), final=final, floor=floor)
         if edit is None:
             self._end_at_cut(rest)

@@ -93,20 +93,33 @@ def is_trailing(checker: Checker, rest: str) -> bool:
     return not more
 
 
-def reads_on(edit: Edit, window: str, text: str, *, ended: bool) -> bool:
-    """Whether, after `edit`, what looked like commentary after the complete `text` is more
-    document: what was read after the edit parses to the end of its first line (all of it, if it
-    has no line end), a good stretch of it or on into another line (or, where the `window` is
-    the reply's end and the edit made nothing up, to that end: `"max-line-length" = 160` as
-    `max-line-length = 160` on the last line), and that line is no sentence (which CSV, say,
-    would take as a record), unless the edit wrote the line's own list mark as the text's last
-    line has it (`2. Build a tree.` as `- Build a tree.` after `- Parse...`). The next line may
-    hold the next slip: a document written in another notation slips on every line (`1.` for
-    `-` in a markdown list)."""
+def reads_on(edit: Edit, window: str, checker: Checker, *, ended: bool) -> bool:
+    """Whether, after `edit`, what looked like commentary after the complete text (`checker`'s)
+    is more document: what was read after the edit parses to the end of its first line (all of
+    it, if it has no line end), a good stretch of it or on into another line (or, where the
+    `window` is the reply's end, to that end, a complete text, the edit making nothing up:
+    `"max-line-length" = 160` as `max-line-length = 160` on the last line), and that line is no
+    sentence (which CSV, say, would take as a record), unless the edit wrote the line's own list
+    mark as the text's last line has it (`2. Build a tree.` as `- Build a tree.` after a line
+    `- Parse...`). The next line may hold the next slip: a document written in another notation
+    slips on every line (`1.` for `-` in a markdown list)."""
     after = window[edit.skip :]
     own = edit.insert in edit.deleted + edit.skipped  # deleted, or the API's text unquoted
-    to_end = ended and own and edit.fits == len(after)
-    return _reads_through(after, edit.fits, remarked=_remarked(edit, text), to_end=to_end)
+    to_end = ended and own and edit.fits == len(after) and _completes(checker, edit, after)
+    remarked = _remarked(edit, checker.text)
+    return _reads_through(after, edit.fits, remarked=remarked, to_end=to_end)
+
+
+def _completes(checker: Checker, edit: Edit, after: str) -> bool:
+    """Whether the text is complete after `edit` and the `after` text; the checker is left at the
+    text it holds."""
+    end = checker.chars - edit.back
+    checker.rollback(end)
+    checker.feed(edit.insert + after)
+    complete = checker.complete
+    checker.rollback(end)
+    checker.feed(edit.deleted)
+    return complete
 
 
 def _reads_through(after: str, fits: int, *, remarked: bool, to_end: bool = False) -> bool:
