@@ -203,7 +203,7 @@ def _ends_line_in_blanks(before: str, tail: str) -> bool:
     return before[-1:] in (" ", "\t") and tail[:1] in ("\n", "\r", "")
 
 
-def _opens_comment(before: str, removed: str, tail: str) -> bool:
+def _takes_comment_apart(before: str, removed: str, tail: str) -> bool:
     """Whether the edit takes away the start of what reads as a line comment after blanks, not
     all of it (`))  ; done` read as two statements, `; ` as a line end): one edit more than
     another notation's operator costs, where deleting the comment costs one."""
@@ -257,7 +257,7 @@ def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) 
             + (only is None and odd and word_at(tail) > 0)
             + flips_tag(before, removed, insert, tail)
             + (word_swap and renames_key(before, removed, insert, tail)) * len(insert)
-            + _opens_comment(before, removed, tail)
+            + _takes_comment_apart(before, removed, tail)
         )
     loose = edit_distance(removed.lower(), insert.lower())
     # Not made up: the end tag the grammar allows, left out (of one inserted and the draft's own

@@ -18,7 +18,10 @@ answer starts:
    repair makes the reply fit from there, `ok = a && b`).
 
 While the reply may still be opening a fence at its start ("``", "```cs"), nothing is decided:
-rules 2 and 3 would take the fence's backticks as text where the grammar does (CSV).
+rules 2 and 3 would take the fence's backticks as text where the grammar does (CSV). While its
+first line may echo the prompt (`echo`), rule 3 waits, and so does rule 2 once it has found
+offset 0: the grammar may take the sentence's end (symbols in an S-expression), and once the
+line after it has ended, backtrack.run.prose.past_sentences takes the answer past the echo.
 
 The work is linear in the reply: each offset that may start an answer gets an incremental checker
 that advances only on new text, at most `MAX_LIVE` of them are alive at a time, and text reaches a
