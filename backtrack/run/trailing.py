@@ -97,15 +97,15 @@ def reads_on(edit: Edit, window: str, checker: Checker, *, ended: bool) -> bool:
     """Whether, after `edit`, what looked like commentary after the complete text (`checker`'s)
     is more document: what was read after the edit parses to the end of its first line (all of
     it, if it has no line end), a good stretch of it or on into another line (or, where the
-    `window` is the reply's end, to that end, a complete text, the edit making nothing up:
-    `"max-line-length" = 160` as `max-line-length = 160` on the last line), and that line is no
-    sentence (which CSV, say, would take as a record), unless the edit wrote the line's own list
+    `window` is the reply's end, some of it to that end, a complete text, the edit making nothing
+    up: `"max-line-length" = 160` as `max-line-length = 160` on the last line), and that line is
+    no sentence (which CSV, say, would take as a record), unless the edit wrote the line's own list
     mark as the text's last line has it (`2. Build a tree.` as `- Build a tree.` after a line
     `- Parse...`). The next line may hold the next slip: a document written in another notation
     slips on every line (`1.` for `-` in a markdown list)."""
     after = window[edit.skip :]
     own = edit.insert in edit.deleted + edit.skipped  # deleted, or the API's text unquoted
-    to_end = ended and own and edit.fits == len(after) and _completes(checker, edit, after)
+    to_end = ended and own and 0 < edit.fits == len(after) and _completes(checker, edit, after)
     remarked = _remarked(edit, checker.text)
     return _reads_through(after, edit.fits, remarked=remarked, to_end=to_end)
 

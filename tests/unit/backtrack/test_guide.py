@@ -1505,3 +1505,20 @@ def test_an_edit_that_reads_to_the_end_but_leaves_the_text_open_is_no_reading_on
     api = ScriptedAPI("", drafts=[draft])
     result = run(api, schema, ScriptedTarget())
     assert (result.valid, result.api_calls, result.corrections) == (True, 1, 0)
+
+
+def test_nothing_after_a_complete_text_is_read_on_by_an_edit_that_reads_none_of_it() -> None:
+    """SmolLM2's reply in a fence, a member the schema lacks deleted: after the closing `}`, a
+    line end and the fence. Deleting the `}`, skipping the line end and writing the `}` again
+    reads nothing of the reply and ends the text complete; it is no reading on (before, the trace
+    showed the line end twice and the `}` after them)."""
+    schema = {
+        "type": "object",
+        "properties": {n: {"type": t} for n, t in (("name", "string"), ("age", "integer"))},
+        "required": ["name", "age"],
+        "additionalProperties": False,
+    }
+    reply = '```json\n{\n  "name": "Felix",\n  "age": 2,\n  "color": "black"\n}\n```\n\nThis JSON'
+    result = run(ScriptedAPI("", drafts=[reply]), schema, ScriptedTarget())
+    shown = "".join(s.text for s in result.trace.spans if s.origin != "edit")
+    assert (result.text, shown) == ('{\n  "name": "Felix",\n  "age": 2\n}', reply)
