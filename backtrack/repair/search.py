@@ -280,3 +280,13 @@ def _completes(checker: Checker, committed: str, c: Candidate) -> bool:
     """Whether the text is complete after edit `c` and the rest that fits."""
     _apply(checker, committed, c.edit, c.tail[: c.edit.fits])
     return checker.complete
+
+
+def completes(checker: Checker, edit: Edit, fitting: str) -> bool:
+    """Whether the text is complete after `edit` and `fitting`, the draft's text that fits after
+    it; the checker is left at the text it holds."""
+    committed = checker.text
+    _apply(checker, committed, edit, fitting)
+    complete = checker.complete
+    _restore(checker, committed)
+    return complete

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from backtrack.repair.search import search
+from backtrack.repair.search import completes, search
 from backtrack.run.output import REPAIR_LIMITS
 from backtrack.run.prose import prose, sentence, states_value
 
@@ -105,21 +105,10 @@ def reads_on(edit: Edit, window: str, checker: Checker, *, ended: bool) -> bool:
     slips on every line (`1.` for `-` in a markdown list)."""
     after = window[edit.skip :]
     own = edit.insert in edit.deleted + edit.skipped  # deleted, or the API's text unquoted
-    to_end = ended and own and 0 < edit.fits == len(after) and _completes(checker, edit, after)
+    to_end = ended and own and 0 < edit.fits == len(after) and completes(checker, edit, after)
     remarked = _remarked(edit, checker.text)
     return _reads_through(after, edit.fits, remarked=remarked, to_end=to_end)
 
-
-def _completes(checker: Checker, edit: Edit, after: str) -> bool:
-    """Whether the text is complete after `edit` and the `after` text; the checker is left at the
-    text it holds."""
-    end = checker.chars - edit.back
-    checker.rollback(end)
-    checker.feed(edit.insert + after)
-    complete = checker.complete
-    checker.rollback(end)
-    checker.feed(edit.deleted)
-    return complete
 
 
 def _reads_through(after: str, fits: int, *, remarked: bool, to_end: bool = False) -> bool:

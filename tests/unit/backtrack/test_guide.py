@@ -68,11 +68,17 @@ CORRECTIONS_ONLY = {"repair_window": 0}
 
 
 def run(
-    api: ScriptedAPI, grammar: Any, target: Any, *, stream: bool = False, **options: Any
+    api: ScriptedAPI,
+    grammar: Any,
+    target: Any,
+    *,
+    stream: bool = False,
+    prompt: str = PROMPT,
+    **options: Any,
 ) -> GuideResult:
     fn = api.stream if stream else api
     settings = {**SMALL, **options}
-    return guide(providers.FunctionDrafter(fn), grammar, prompt=PROMPT, target=target, **settings)
+    return guide(providers.FunctionDrafter(fn), grammar, prompt=prompt, target=target, **settings)
 
 
 def spans(result: GuideResult) -> list[tuple[int, str, str]]:
@@ -1434,9 +1440,8 @@ def test_a_sentence_of_the_prompt_echoed_before_the_answer_is_dropped(gname: str
     of the prompt's words in the answer's own comment notation stays (the test after)."""
     task, doc = ECHOED[gname]
     api = ScriptedAPI("", drafts=[f"{task}\n\n{doc}"], chunk=chunk)
-    fn = providers.FunctionDrafter(api.stream if chunk else api)
     prompt = f"{task} Reply with the document only."
-    result = guide(fn, load_unseen_grammar(gname), prompt=prompt, target=ScriptedTarget(), **SMALL)
+    result = run(api, load_unseen_grammar(gname), ScriptedTarget(), stream=chunk > 0, prompt=prompt)
     assert (result.text, result.api_calls, result.corrections) == (doc, 1, 0)
     assert [(d.reason, d.text) for d in result.drops] == [("preamble", f"{task}\n\n")]
 
@@ -1445,9 +1450,10 @@ def test_a_sentence_of_the_prompt_echoed_before_the_answer_is_dropped(gname: str
 def test_a_comment_in_the_prompts_words_is_the_answers(chunk: int) -> None:
     doc = " ; Example 5-14.  Simple 16-bit square root.\n          LDY #$01\n"
     api = ScriptedAPI("", drafts=[doc], chunk=chunk)
-    fn = providers.FunctionDrafter(api.stream if chunk else api)
     prompt = "6502 assembly: a simple 16-bit square root (Example 5-14)."
-    result = guide(fn, load_unseen_grammar("asm6502"), prompt=prompt, target=ScriptedTarget())
+    result = run(
+        api, load_unseen_grammar("asm6502"), ScriptedTarget(), stream=chunk > 0, prompt=prompt
+    )
     assert (result.text, result.drops) == (doc, ())
 
 
@@ -1462,10 +1468,16 @@ def test_a_first_line_that_may_echo_the_prompt_is_read_as_without_one(chunk: int
         "120 km * 3.48 m/s ≈ 50.97 m/s\nThe answer is 50.97 km/h"
     )
     prompts = ["p", "Write an arithmetic expression: 120 km in 1.5 hours, in km per hour."]
-    texts = []
-    for prompt in prompts:
-        fn = providers.FunctionDrafter(ScriptedAPI("", drafts=[reply], chunk=chunk).stream)
-        texts.append(guide(fn, "arithmetic", prompt=prompt, target=ScriptedTarget(), **SMALL).text)
+    texts = [
+        run(
+            ScriptedAPI("", drafts=[reply], chunk=chunk),
+            "arithmetic",
+            ScriptedTarget(),
+            stream=True,
+            prompt=prompt,
+        ).text
+        for prompt in prompts
+    ]
     assert texts[0] == texts[1] and texts[0].startswith("120")
 
 
