@@ -110,7 +110,6 @@ def reads_on(edit: Edit, window: str, checker: Checker, *, ended: bool) -> bool:
     return _reads_through(after, edit.fits, remarked=remarked, to_end=to_end)
 
 
-
 def _reads_through(after: str, fits: int, *, remarked: bool, to_end: bool = False) -> bool:
     """`reads_on` for the text `after` an edit, of which the first `fits` characters are read
     (`to_end`: all of the reply's rest, after an edit that made nothing up)."""
