@@ -92,27 +92,28 @@ class Budget:
             return "context_full"
         return "target_completed" if complete else "incomplete"
 
-    def may_go_on(self, finish_reason: str) -> bool:
-        """A reply that stopped before the text is complete (truncated, or a closing bracket
-        forgotten) is continued by the API, which knows better than the local model what it
-        meant; once a run: after that, a reply that stops short is corrected (an API that keeps
-        stopping short would otherwise cost a call more for every correction)."""
-        return finish_reason == "stop" and not self._short_reply_continued
-
-    def went_on(self, finish_reason: str) -> None:
-        """The API continues a reply that ended for `finish_reason`."""
-        self._short_reply_continued = self._short_reply_continued or finish_reason == "stop"
-
-    def stopped_short(self, finish_reason: str) -> None:
-        """A reply ended for `finish_reason` before the text is complete, and is not continued
-        by the API: where the API stopped so after it went on once (its reply fits, but a
-        closing bracket is left out), it has said all it means to, and the target completes the
-        text (asked again, an API repeats what it wrote, one call per correction)."""
-        self._said_all = self._said_all or (finish_reason == "stop" and self._short_reply_continued)
+    def goes_on(self, finish_reason: str, *, wrote: bool, rounds: Sequence[Round]) -> bool:
+        """Whether the API continues its reply that ended for `finish_reason` before the text is
+        complete, having `wrote` text that fits. A truncated one ("length") goes on. One that
+        stopped ("stop": truncated, or a closing bracket forgotten) goes on once a run, the API
+        knowing better than the local model what it meant, but not where it continued the
+        target's correction (`rounds` holds one): that reply, or one that stops short again
+        after going on, has said all it means to (`said_all`), and the target completes the
+        text (asked again, an API repeats what it wrote, or starts its answer over: SmolLM2
+        through llama.cpp, a call more in two of nine runs). An empty reply says nothing: the
+        target corrects, and the API is asked again."""
+        stopped = finish_reason == "stop"
+        after_correction = wrote and any(r.kind != "draft" for r in rounds)
+        said_all = stopped and (self._short_reply_continued or after_correction)
+        if wrote and (finish_reason == "length" or (stopped and not said_all)):
+            self._short_reply_continued = self._short_reply_continued or stopped
+            return True
+        self._said_all = self._said_all or said_all
+        return False
 
     @property
     def said_all(self) -> bool:
-        """The API stopped short after it went on once (`stopped_short`)."""
+        """The API stopped short after it went on once, or after a correction (`goes_on`)."""
         return self._said_all
 
 

@@ -212,15 +212,12 @@ class GuideLoop:
         elif end.reason == "stop" and (stray := leave_out_stray(self.output, reader.begun)):
             reader.accepted -= stray
             self._api_finished, self._next = True, "correct"  # the target finishes the text
-        elif reader.accepted and (end.reason == "length" or self.budget.may_go_on(end.reason)):
-            self.budget.went_on(end.reason)
+        elif self.budget.goes_on(end.reason, wrote=bool(reader.accepted), rounds=self.rounds):
             self._next = "draft"
+        elif self.budget.said_all and close_up(self.output, self.schema.met):
+            self.stop_reason = "complete"
         else:
-            self.budget.stopped_short(end.reason)
-            if self.budget.said_all and close_up(self.output, self.schema.met):
-                self.stop_reason = "complete"
-            else:
-                self._next = "correct"
+            self._next = "correct"
 
     def draft_failed(self, error: BaseException, *, retries: int) -> None:
         """The provider failed for good; what was committed stays, the run ends."""

@@ -85,14 +85,29 @@ def test_an_api_that_writes_its_answer_again_and_stops_where_it_stopped_gets_no_
 
 def test_an_api_that_stops_short_after_going_on_has_said_all() -> None:
     budget = Budget(GuideOptions(max_corrections=8, max_rounds=16))
-    budget.stopped_short("stop")  # not continued yet: a correction, then the API again
-    assert not budget.said_all and not budget.target_completes([draft(0, 5, cut_at=None)], NONE)
-    assert budget.may_go_on("stop")
-    budget.went_on("stop")
-    budget.stopped_short("length")  # out of tokens is no statement
+    first = [draft(0, 5, cut_at=None)]
+    assert not budget.goes_on("stop", wrote=False, rounds=[])  # an empty reply: not continued
+    assert not budget.said_all and not budget.target_completes(first, NONE)
+    assert budget.goes_on("stop", wrote=True, rounds=[])
+    assert budget.goes_on("length", wrote=True, rounds=first)  # out of tokens is no statement
     assert not budget.said_all
-    budget.stopped_short("stop")
-    assert budget.said_all and budget.target_completes([draft(0, 5, cut_at=None)], NONE)
+    assert not budget.goes_on("stop", wrote=True, rounds=first)
+    assert budget.said_all and budget.target_completes(first, NONE)
+
+
+def test_an_api_that_stops_short_after_a_correction_has_said_all() -> None:
+    """A reply that continued the target's correction and stopped short is not continued: the
+    API has said all it means to. Where it wrote nothing, it has said nothing: the target
+    corrects, and the API is asked again."""
+    rounds = [draft(0, 12), correction(1)]
+    budget = Budget(GuideOptions(max_corrections=8, max_rounds=16))
+    assert not budget.goes_on("stop", wrote=False, rounds=rounds)
+    assert not budget.said_all
+    assert not budget.goes_on("stop", wrote=True, rounds=rounds)
+    assert budget.said_all and budget.target_completes(rounds, NONE)
+    budget = Budget(GuideOptions(max_corrections=8, max_rounds=16))
+    assert budget.goes_on("length", wrote=True, rounds=rounds)  # truncated: it goes on
+    assert not budget.said_all
 
 
 def test_an_api_that_only_writes_its_answer_again_gets_no_second_call() -> None:

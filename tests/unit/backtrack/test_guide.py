@@ -869,6 +869,25 @@ def test_a_reply_that_stops_short_again_has_said_all() -> None:
     ]
 
 
+def test_a_continuation_that_stops_short_after_a_correction_has_said_all() -> None:
+    """Asked to go on after a correction, an API that stops short has said all it means to, as
+    one that stops short after going on once: the closers the text lacks are written, with no
+    third call (before, the API was asked again; SmolLM2 through llama.cpp then started its
+    answer over, a call more in two of nine runs)."""
+    drafts = ['{"a": 1 "b": 2, ', ' "b": 2, "c": 3', "}"]
+    api = ScriptedAPI('{"a": 1, "b": 2, "c": 3}', drafts=drafts)
+    result = run(api, JSON, ScriptedTarget(","), **CORRECTIONS_ONLY)
+    assert (result.text, result.stop_reason) == ('{"a": 1 , "b": 2, "c": 3}', "complete")
+    assert (result.api_calls, result.corrections) == (2, 1)
+    assert spans(result)[-1] == (2, "edit", "}")
+    # Where more than closers is missing, the target completes the text.
+    drafts = ['{"a": 1 "b": 2, ', ' "b": 2, "c":', "}"]
+    api = ScriptedAPI('{"a": 1, "b": 2, "c": 3}', drafts=drafts)
+    result = run(api, JSON, ScriptedTarget(",", " 3}"), **CORRECTIONS_ONLY)
+    assert (result.text, result.api_calls) == ('{"a": 1 , "b": 2, "c": 3}', 2)
+    assert result.trace.rounds[-1].kind == "completion"
+
+
 def test_a_string_left_open_is_closed_by_its_quote_first() -> None:
     """Inside a string a bracket is text: the closers of `print(f"{x}` are its quote, then the
     bracket. Before, only brackets were tried first, the string took them all, and the target
