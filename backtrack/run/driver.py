@@ -196,7 +196,7 @@ class Run:
         """Give on_text the output's characters up to `final` it has not had."""
         if self.on_text is not None and final > self._passed:
             piece = (self.loop.text if text is None else text)[self._passed : final]
-            self._passed = final
+            self._passed = self.loop.output.passed = final
             self.on_text(piece)
 
     def start(self) -> Effect | GuideResult:

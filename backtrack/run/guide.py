@@ -93,9 +93,9 @@ def guide(
     it becomes final, piece by piece: the pieces concatenated are the result's text (for
     streaming it on; a run that fails has passed on a prefix of its partial text).
     """
-    pieces = guide_pieces(
-        generate_fn, grammar, prompt=prompt, target=target, options=options, **option_changes
-    )
+    # Where nobody reads the pieces, none is promised: a repair may still reach back into them.
+    streamed = on_text is not None
+    pieces = _pieces(generate_fn, grammar, prompt, target, options, option_changes, streamed)
     with contextlib.closing(pieces):  # on_text failed: the draft under way is closed
         while True:
             try:
@@ -120,8 +120,23 @@ def guide_pieces(
     hands to `on_text`) and returns the GuideResult. The arguments are checked here, before the
     first piece is asked for; the run starts then. Closed before its end, the run stops there: a
     draft under way is closed (its upstream request with it)."""
+    return _pieces(generate_fn, grammar, prompt, target, options, option_changes, True)
+
+
+def _pieces(
+    generate_fn: DrafterLike,
+    grammar: GrammarLike,
+    prompt: Prompt,
+    target: Target | None,
+    options: GuideOptions | None,
+    option_changes: dict[str, Any],
+    streamed: bool,
+) -> Generator[str, None, GuideResult]:
+    """guide_pieces(); where not `streamed`, no piece comes before the result (nothing is
+    passed on: backtrack.run.layout may place a closer far back)."""
     made: list[str] = []
-    run = _run("guide", generate_fn, grammar, prompt, target, options, made.append, option_changes)
+    on_text = made.append if streamed else None
+    run = _run("guide", generate_fn, grammar, prompt, target, options, on_text, option_changes)
     return _steps(run, made)
 
 

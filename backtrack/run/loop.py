@@ -19,8 +19,10 @@ schema's validator refuses; backtrack.run.budget says what the run may still spe
 the output (backtrack.run.output).
 
 Invariant: `output.checker.text` is the committed output, and it is always a valid prefix of the
-grammar. Its first `final_chars()` characters never change again: every later text, the result's
-included, starts with them (what a streaming consumer may pass on at once).
+grammar. Its first `final_chars()` characters never change again once passed on: every later
+text, the result's included, starts with them (what a streaming consumer may pass on at once).
+A run whose text nobody reads as it comes may still place a closer the API left out lines back
+(backtrack.run.layout).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING, Literal
 from backtrack.run.budget import Budget
 from backtrack.run.correction_round import CorrectionRound, TargetCall
 from backtrack.run.draft_round import DraftRound, ReplyEnd
+from backtrack.run.layout import close_forgotten
 from backtrack.run.options import GuideOptions
 from backtrack.run.output import Output
 from backtrack.run.schema import policy_for
@@ -212,6 +215,9 @@ class GuideLoop:
         elif end.reason == "stop" and (stray := leave_out_stray(self.output, reader.begun)):
             reader.accepted -= stray
             self._api_finished, self._next = True, "correct"  # the target finishes the text
+        elif end.reason == "stop" and (closed := close_forgotten(self.output, reader.begun)):
+            reader.repairs.append(closed)
+            self.stop_reason = "complete"
         elif self.budget.goes_on(end.reason, wrote=bool(reader.accepted), rounds=self.rounds):
             self._next = "draft"
         elif self.budget.said_all and close_up(self.output, self.schema.met):

@@ -4,7 +4,8 @@ context can read (`room`, backtrack.run.context). The loop (backtrack.run.loop) 
 what it calls (backtrack.run.draft, backtrack.run.schema, backtrack.run.trailing) share one.
 
 Invariant: `checker.text` is the committed output, and it is always a valid prefix of the grammar.
-No step changes its first `promised` characters.
+No step changes its first `passed` characters; nor its first `promised` ones, but for a closer the
+API left out lines back (backtrack.run.layout), where none was passed on.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class Output:
         self.edit_end = 0
         # The most characters passed on as final (GuideLoop.final_chars): none of them changes.
         self.promised = 0
+        # Of those, the characters the caller was given as they came (`on_text`); none without.
+        self.passed = 0
         # None of the text past this is final yet (a continuation inside a string: stray_reply).
         self.hold: int | None = None
 

@@ -215,6 +215,65 @@ def test_a_slip_in_a_grammar_nobody_tuned_for_is_repaired(
     assert (result.text, result.api_calls, result.corrections) == (expected, 1, 0)
 
 
+# A closer the API left out lines before its reply's end, where the grammar reads on one level too
+# deep and the text ends open: placed where the draft's layout closed the block, with one call
+# (before, the API was asked to go on, and the closer came at the end, after lines it encloses).
+ROSETTE = "repeat 12 {\n    repeat 4 {\n        f60 r90\n    \n    r30\n}\n"
+SCHEME = "(define (sq xs\n  (map (lambda (x) (* x x)) xs))\n"
+KICAD = '(lib\n  (symbol "R"\n    (property "Value" (at 0 0 90\n      (effects (font 1)))))\n'
+FORGOTTEN_CLOSERS = [
+    # Braces on lines of their own: before the next line no deeper than the block's first, on
+    # the blank line left there as deep as it, or on a line of its own.
+    ("turtle", ROSETTE, ROSETTE.replace("    \n", "    }\n")),
+    (
+        "turtle",
+        "fill {\n    repeat 5 {\n        f150\n    }\nb50 l90\n",
+        "fill {\n    repeat 5 {\n        f150\n    }\n}\nb50 l90\n",
+    ),
+    (
+        "turtle",
+        "fill {\n    repeat 5 {\n        f150\n    \n}\nb50 l90\n",
+        "fill {\n    repeat 5 {\n        f150\n    }\n}\nb50 l90\n",
+    ),
+    # Closers at the ends of lines: before the next line that starts at or left of the bracket.
+    ("sexp", SCHEME, SCHEME.replace("xs\n", "xs)\n", 1)),
+    ("sexp", KICAD, KICAD.replace("90\n", "90)\n")),
+]
+
+
+@pytest.mark.parametrize(("gname", "draft", "expected"), FORGOTTEN_CLOSERS)
+@pytest.mark.parametrize("chunk", [0, 3], ids=["whole", "streamed"])
+def test_a_closer_left_out_lines_back_goes_where_the_layout_closed_its_block(
+    gname: str, draft: str, expected: str, chunk: int
+) -> None:
+    result = repaired(load_unseen_grammar(gname), draft, chunk=chunk)
+    assert (result.text, result.stop_reason, result.api_calls) == (expected, "complete", 1)
+    edits = [s.text.strip() for s in result.trace.spans if s.origin == "edit"]
+    assert edits == ["}" if gname == "turtle" else ")"]
+    assert "".join(s.text for s in result.trace.spans if s.origin in OUTPUT_ORIGINS) == expected
+    assert result.kept == 1.0
+
+
+def test_a_closer_left_out_is_not_placed_where_the_layout_shows_nothing() -> None:
+    """The closer missing at the reply's end (no line after it shows where it went), or text
+    already passed on to `on_text`: the API is asked to go on, as for a reply cut short."""
+    alist = '((name . "Ada")\n (born . 1815)\n (fields "maths")\n'
+    result = repaired(load_unseen_grammar("sexp"), alist)
+    assert (result.text, result.api_calls) == (alist + ")", 2)
+    api = ScriptedAPI(ROSETTE)
+    pieces: list[str] = []
+    settings = {**NO_CORRECTIONS, "on_text": pieces.append}
+    result = guide(
+        providers.FunctionDrafter(api),
+        load_unseen_grammar("turtle"),
+        prompt="p",
+        target=ScriptedTarget(),
+        **settings,
+    )
+    assert (result.text, result.api_calls) == (ROSETTE + "}", 2)
+    assert "".join(pieces) == result.text
+
+
 @pytest.mark.parametrize(
     ("grammar", "draft"),
     [

@@ -1,0 +1,139 @@
+"""A bracket the API forgot to close, placed where the draft's own layout closed its block.
+
+A reply that ends with the text lacking only closers may have left one out lines before its
+end, where the grammar could not tell (a nested block's `}` in a block of the same kind, an
+S-expression's `)`): every line after it was read one level too deep. Its indentation tells
+where the block ended, in either of the two layouts code is written in:
+- closers on lines of their own (braces: a line starts with a closer somewhere in the reply): a
+  bracket is closed before the next line indented no deeper than the line that opened it (a
+  line of a closer: less deep);
+- closers at the ends of lines (S-expressions: no line starts with one): a bracket is closed
+  before the next line that starts at or left of its own column.
+At the first line that breaks its layout while a bracket is open, the innermost open bracket's
+closer goes where the layout puts it: at the end of the line before (closers at line ends); on
+a blank line before as deep as the bracket's line, else on a line of its own (braces). The
+placement is taken only where the whole text is then complete; else nothing is placed (and the
+API is asked to go on, as for a reply cut short). It may reach far back: only where nothing of
+the text was passed on as it came (guide() without `on_text`, a reply not streamed).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+from backtrack.repair.candidates import Edit
+
+if TYPE_CHECKING:
+    from backtrack.run.output import Output
+    from backtrack.trace.record import Repair
+    from grammars import Checker
+
+_PAIRS = {"(": ")", "[": "]", "{": "}"}
+
+
+class _Open(NamedTuple):
+    closer: str
+    column: int  # where the bracket stands in its line
+    indent: int  # the indentation of the line it opened on
+
+
+def close_forgotten(output: Output, start: int) -> Repair | None:
+    """Write a closer the API left out where the layout of the output's text from character
+    `start` puts it (`forgotten_closer`), as an edit that reads the text after it again, not
+    before the last edit's end nor in text already passed on; its record, or None."""
+    start = max(start, output.edit_end, output.passed)
+    found = forgotten_closer(output.checker, start)
+    if found is None:
+        return None
+    at, insert = found
+    moved = output.text[at:]
+    return output.make(Edit(len(moved), 0, insert + moved, moved, "", 0, 1))
+
+
+def forgotten_closer(checker: Checker, start: int) -> tuple[int, str] | None:
+    """Where in the checker's text, at or after character `start`, a closer left out goes by
+    the layout of the text from `start` on, and the text to insert there: after it the whole
+    text is complete. None where the layout shows none, or the grammar does not complete so.
+    The checker is left at the text it holds."""
+    text = checker.text
+    if start and text[start - 1] != "\n":  # from a line's start: columns count from there
+        start = text.find("\n", start) + 1 or len(text)
+    lines = text[start:].splitlines(keepends=True)
+    own_lines = any(line.lstrip(" \t")[:1] in _PAIRS.values() for line in lines[1:])
+    stack: list[_Open] = []
+    at, last_end = start, None  # where the line starts; the previous content line's end
+    blank: tuple[int, int] | None = None  # a blank line right before: (its end, its indentation)
+    for line in lines:
+        content = line.rstrip("\r\n")
+        body = content.lstrip(" \t")
+        indent = len(content) - len(body)
+        if not body:
+            blank = (at + len(content), indent)
+        elif stack and last_end is not None and _breaks(stack[-1], indent, body, own_lines):
+            place = _place(stack[-1], last_end, blank, (at, content[:indent]), own_lines)
+            return place if _completes(checker, *place) else None
+        elif _read(body, indent, stack):
+            last_end, blank = at + len(content.rstrip(" \t")), None
+        else:
+            return None
+        at += len(line)
+    return None
+
+
+def _place(
+    bracket: _Open,
+    last_end: int,
+    blank: tuple[int, int] | None,
+    line: tuple[int, str],
+    own_lines: bool,
+) -> tuple[int, str]:
+    """Where the open `bracket`'s closer goes, and what is inserted there, before the `line`
+    (its start, its indentation) that shows it closed: at the end of the content line before
+    (closers at line ends), on a blank line before as deep as the bracket's line, or on a line
+    of its own before this one (braces)."""
+    if not own_lines:
+        return last_end, bracket.closer
+    if blank is not None and blank[1] == bracket.indent:
+        return blank[0], bracket.closer
+    start, indentation = line
+    return start + len(indentation), bracket.closer + "\n" + indentation
+
+
+def _breaks(bracket: _Open, indent: int, body: str, own_lines: bool) -> bool:
+    """Whether a line indented `indent` and reading `body` shows the open `bracket` closed
+    before it: with closers on lines of their own, a line no deeper than the bracket's, or one
+    that starts with a closer less deep (the closer of a bracket further out); else a line
+    that starts at or left of the bracket."""
+    if not own_lines:
+        return indent <= bracket.column
+    if body[0] in _PAIRS.values():
+        return indent < bracket.indent
+    return indent <= bracket.indent
+
+
+def _read(body: str, indent: int, stack: list[_Open]) -> bool:
+    """Open and close the brackets of a line (those outside double-quoted strings) on `stack`;
+    False where a closer does not match the bracket open (the layout tells nothing then)."""
+    quoted = escaped = False
+    for column, char in enumerate(body, start=indent):
+        if quoted:
+            quoted, escaped = char != '"' or escaped, char == "\\" and not escaped
+        elif char == '"':
+            quoted = True
+        elif char in _PAIRS:
+            stack.append(_Open(_PAIRS[char], column, indent))
+        elif char in _PAIRS.values() and (not stack or stack.pop().closer != char):
+            return False
+    return True
+
+
+def _completes(checker: Checker, at: int, insert: str) -> bool:
+    """Whether the text with `insert` at character `at` is the grammar's, complete; the checker
+    is left at the text it holds."""
+    text = checker.text
+    checker.rollback(at)
+    rest = insert + text[at:]
+    complete = checker.feed(rest) == len(rest) and checker.complete
+    checker.rollback(at)
+    checker.feed(text[at:])
+    return complete
