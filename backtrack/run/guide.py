@@ -1,7 +1,8 @@
 """guide() and aguide(): the two short shells that perform the driver's effects
 (backtrack.run.driver); AsyncGuideRun is aguide's, as an object that a caller can stop and still
 take the partial result. guide_pieces is guide()'s, as a generator of the output's final pieces
-that a caller can close (wrap's sync streams); guide() drains it.
+that a caller can close (wrap's sync streams); guide() drains the same generator, which passes
+pieces on as they come only where guide() has an `on_text` to give them to.
 
 Each draft round is retried as a whole: a stream that drops midway resumes from the text
 committed so far. An error that ends the run carries the partial GuideResult (`exc.partial`):
