@@ -21,8 +21,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from backtrack.repair.candidates import Edit
-
 if TYPE_CHECKING:
     from backtrack.run.output import Output
     from backtrack.trace.record import Repair
@@ -39,15 +37,13 @@ class _Open(NamedTuple):
 
 def close_forgotten(output: Output, start: int) -> Repair | None:
     """Write a closer the API left out where the layout of the output's text from character
-    `start` puts it (`forgotten_closer`), as an edit that reads the text after it again, not
-    before the last edit's end nor in text already passed on; its record, or None."""
+    `start` puts it (`forgotten_closer`), as an edit in its place, not before the last edit's
+    end nor in text already passed on; its record, or None."""
     start = max(start, output.edit_end, output.passed)
     found = forgotten_closer(output.checker, start)
     if found is None:
         return None
-    at, insert = found
-    moved = output.text[at:]
-    return output.make(Edit(len(moved), 0, insert + moved, moved, "", 0, 1))
+    return output.insert(*found)
 
 
 def forgotten_closer(checker: Checker, start: int) -> tuple[int, str] | None:

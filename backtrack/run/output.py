@@ -92,6 +92,17 @@ class Output:
             raise RuntimeError("the text after a deletion does not fit where it was")
         self.edit_end = min(self.edit_end, start)
 
+    def insert(self, at: int, text: str) -> Repair:
+        """`text` goes in before character `at` as an edit, and the text after it is read again:
+        it must fit after it. Returns its record."""
+        tail = self.text[at:]
+        self.log.insert(at, text, "edit", self.round)
+        self.checker.rollback(at)
+        if self.checker.feed(text + tail) != len(text) + len(tail):
+            raise RuntimeError("the text after an insertion does not fit after it")
+        self.edit_end = at + len(text)
+        return Repair(at, "", "", text, len(tail))
+
     def make(self, edit: Edit) -> Repair:
         """Make `edit`: the committed text backs off (shown as deleted), the draft's skipped text
         is shown as skipped, the inserted text is committed as an edit. Returns its record."""

@@ -42,6 +42,26 @@ class SpanLog:
         total = sum(len(s.text) for s in self._spans if s.origin in OUTPUT_ORIGINS)
         self.delete(total - chars, total, shown=shown)
 
+    def insert(self, at: int, text: str, origin: Origin, round_: int) -> None:
+        """A span of `origin` goes in before output character `at` (which another span holds),
+        where it is: the spans around it stay in their places."""
+        self._close()
+        spans: list[Span] = []
+        end = 0  # where the output's span ends
+        for span in self._spans:
+            first, end = end, end + len(span.text) if span.origin in OUTPUT_ORIGINS else end
+            if first <= at < end:
+                cut = at - first
+                before, after = span.text[:cut], span.text[cut:]
+                spans += [Span(before, span.origin, span.round)] if before else []
+                spans += [Span(text, origin, round_), Span(after, span.origin, span.round)]
+                at = -1  # placed
+            else:
+                spans.append(span)
+        if at >= 0:
+            raise RuntimeError("an insertion past the output's end")
+        self._spans[:] = spans
+
     def delete(self, start: int, end: int, *, shown: bool = True) -> None:
         """Output characters `start` to `end` become "deleted" spans where they are, in their
         rounds (see `retract`)."""

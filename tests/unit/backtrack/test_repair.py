@@ -254,6 +254,21 @@ def test_a_closer_left_out_lines_back_goes_where_the_layout_closed_its_block(
     assert result.kept == 1.0
 
 
+def test_a_closer_placed_lines_back_is_shown_in_its_place() -> None:
+    """The trace shows the closer where it went, and the fence closed after the answer after
+    it (a first form read the text after the closer again, after the dropped fence)."""
+    result = repaired(load_unseen_grammar("turtle"), f"```\n{ROSETTE}```\n")
+    assert spans(result) == [
+        ("dropped", "```\n"),
+        ("draft", "repeat 12 {\n    repeat 4 {\n        f60 r90\n    "),
+        ("edit", "}"),
+        ("draft", "\n    r30\n}\n"),
+        ("dropped", "```\n"),
+    ]
+    repairs = [(r.at, r.inserted) for round_ in result.trace.rounds for r in round_.repairs]
+    assert repairs == [(len("repeat 12 {\n    repeat 4 {\n        f60 r90\n    "), "}")]
+
+
 def test_a_closer_left_out_is_not_placed_where_the_layout_shows_nothing() -> None:
     """The closer missing at the reply's end (no line after it shows where it went), or text
     already passed on to `on_text`: the API is asked to go on, as for a reply cut short."""
