@@ -32,7 +32,11 @@ _PAIRS = {"(": ")", "[": "]", "{": "}"}
 class _Open(NamedTuple):
     closer: str
     column: int  # where the bracket stands in its line
-    indent: int  # the indentation of the line it opened on
+    indentation: str  # of the line it opened on
+
+    @property
+    def indent(self) -> int:
+        return len(self.indentation)
 
 
 def close_forgotten(output: Output, start: int) -> Repair | None:
@@ -66,9 +70,9 @@ def forgotten_closer(checker: Checker, start: int) -> tuple[int, str] | None:
         if not body:
             blank = (at + len(content), indent)
         elif stack and last_end is not None and _breaks(stack[-1], indent, body, own_lines):
-            place = _place(stack[-1], last_end, blank, (at, content[:indent]), own_lines)
+            place = _place(stack[-1], last_end, blank, at, own_lines)
             return place if _completes(checker, *place) else None
-        elif _read(body, indent, stack):
+        elif _read(body, content[:indent], stack):
             last_end, blank = at + len(content.rstrip(" \t")), None
         else:
             return None
@@ -77,22 +81,17 @@ def forgotten_closer(checker: Checker, start: int) -> tuple[int, str] | None:
 
 
 def _place(
-    bracket: _Open,
-    last_end: int,
-    blank: tuple[int, int] | None,
-    line: tuple[int, str],
-    own_lines: bool,
+    bracket: _Open, last_end: int, blank: tuple[int, int] | None, line: int, own_lines: bool
 ) -> tuple[int, str]:
-    """Where the open `bracket`'s closer goes, and what is inserted there, before the `line`
-    (its start, its indentation) that shows it closed: at the end of the content line before
-    (closers at line ends), on a blank line before as deep as the bracket's line, or on a line
-    of its own before this one (braces)."""
+    """Where the open `bracket`'s closer goes, and what is inserted there, before the line
+    starting at character `line` that shows it closed: at the end of the content line before
+    (closers at line ends); on a blank line before as deep as the bracket's line, or on a line
+    of its own as deep, before this one (braces)."""
     if not own_lines:
         return last_end, bracket.closer
     if blank is not None and blank[1] == bracket.indent:
         return blank[0], bracket.closer
-    start, indentation = line
-    return start + len(indentation), bracket.closer + "\n" + indentation
+    return line, bracket.indentation + bracket.closer + "\n"
 
 
 def _breaks(bracket: _Open, indent: int, body: str, own_lines: bool) -> bool:
@@ -107,17 +106,17 @@ def _breaks(bracket: _Open, indent: int, body: str, own_lines: bool) -> bool:
     return indent <= bracket.indent
 
 
-def _read(body: str, indent: int, stack: list[_Open]) -> bool:
+def _read(body: str, indentation: str, stack: list[_Open]) -> bool:
     """Open and close the brackets of a line (those outside double-quoted strings) on `stack`;
     False where a closer does not match the bracket open (the layout tells nothing then)."""
     quoted = escaped = False
-    for column, char in enumerate(body, start=indent):
+    for column, char in enumerate(body, start=len(indentation)):
         if quoted:
             quoted, escaped = char != '"' or escaped, char == "\\" and not escaped
         elif char == '"':
             quoted = True
         elif char in _PAIRS:
-            stack.append(_Open(_PAIRS[char], column, indent))
+            stack.append(_Open(_PAIRS[char], column, indentation))
         elif char in _PAIRS.values() and (not stack or stack.pop().closer != char):
             return False
     return True
