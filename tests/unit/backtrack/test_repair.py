@@ -221,6 +221,7 @@ def test_a_slip_in_a_grammar_nobody_tuned_for_is_repaired(
 ROSETTE = "repeat 12 {\n    repeat 4 {\n        f60 r90\n    \n    r30\n}\n"
 SCHEME = "(define (sq xs\n  (map (lambda (x) (* x x)) xs))\n"
 KICAD = '(lib\n  (symbol "R"\n    (property "Value" (at 0 0 90\n      (effects (font 1)))))\n'
+OPEN_JSON = '{\n  "a": [\n    1\n  ],\n  "c": {\n    "d": [1, 2]\n}\n'
 FORGOTTEN_CLOSERS = [
     # Braces on lines of their own: before the next line no deeper than the block's first, on
     # the blank line left there as deep as it, or on a line of its own.
@@ -236,11 +237,7 @@ FORGOTTEN_CLOSERS = [
         "fill {\n    repeat 5 {\n        f150\n    }\n}\nb50 l90\n",
     ),
     # The same in JSON, where the grammar takes one object's members after another's.
-    (
-        "json",
-        '{\n  "a": [\n    1\n  ],\n  "c": {\n    "d": [1, 2]\n}\n',
-        '{\n  "a": [\n    1\n  ],\n  "c": {\n    "d": [1, 2]\n  }\n}\n',
-    ),
+    ("json", OPEN_JSON, OPEN_JSON.replace("2]\n", "2]\n  }\n")),
     # Closers at the ends of lines: before the next line that starts at or left of the bracket.
     ("sexp", SCHEME, SCHEME.replace("xs\n", "xs)\n", 1)),
     ("sexp", KICAD, KICAD.replace("90\n", "90)\n")),
@@ -259,6 +256,19 @@ def test_a_closer_left_out_lines_back_goes_where_the_layout_closed_its_block(
     assert edits == [")" if gname == "sexp" else "}"]
     assert "".join(s.text for s in result.trace.spans if s.origin in OUTPUT_ORIGINS) == expected
     assert result.kept == 1.0
+
+
+def test_a_closer_left_out_lines_back_is_placed_through_the_openai_sdk(
+    openai_server: Any, openai_client: Any
+) -> None:
+    """Through wrap() (a reply not streamed on): one upstream request, the closer in place."""
+    openai_server.script(text(OPEN_JSON, chunk_size=4))
+    client = wrap(openai_client(), target=ScriptedTarget(), **NO_CORRECTIONS)
+    reply = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "JSON"}], grammar="json"
+    )
+    assert reply.choices[0].message.content == OPEN_JSON.replace("2]\n", "2]\n  }\n")
+    assert (reply.guide_result.api_calls, len(openai_server.bodies)) == (1, 1)
 
 
 def test_a_closer_placed_lines_back_is_shown_in_its_place() -> None:
