@@ -493,9 +493,11 @@ def test_a_429_that_asks_for_longer_than_a_run_waits_is_passed_on_at_once(
 def test_a_run_past_the_time_limit_is_a_504_with_its_partial_result(
     serve: Serve, openai_server: Any
 ):
-    url = serve(timeout=1.0)
-    # 19 chunks 0.1 s apart: the limit stops the run halfway through its one draft.
-    openai_server.script(text(LONG, delay=0.1), text(LONG, delay=0.1))
+    url = serve(timeout=2.0)
+    # 19 chunks 0.2 s apart: the limit stops the run halfway through its one draft (with time
+    # for the first chunks on a busy machine: at 0.1 s and 1 s, a full `make test` once saw
+    # the streamed run end before any text was final).
+    openai_server.script(text(LONG, delay=0.2), text(LONG, delay=0.2))
     with pytest.raises(openai.APIStatusError) as late:
         oai(url).chat.completions.create(model="m", messages=MESSAGES, response_format=JSON_SCHEMA)
     assert late.value.status_code == 504
