@@ -104,7 +104,6 @@ class Run:
     ) -> None:
         self.options = options
         self.on_text = on_text
-        self._passed = 0  # characters of the output given to on_text so far
         self.drafter: Drafter | AsyncDrafter = as_drafter(drafter)
         self.prompt = prompt
         self.target: Target | None = target
@@ -194,9 +193,10 @@ class Run:
 
     def _pass_on(self, final: int, text: str | None = None) -> None:
         """Give on_text the output's characters up to `final` it has not had."""
-        if self.on_text is not None and final > self._passed:
-            piece = (self.loop.text if text is None else text)[self._passed : final]
-            self._passed = self.loop.output.passed = final
+        output = self.loop.output  # its `passed`: the characters on_text has had
+        if self.on_text is not None and final > output.passed:
+            piece = (self.loop.text if text is None else text)[output.passed : final]
+            output.passed = final
             self.on_text(piece)
 
     def start(self) -> Effect | GuideResult:

@@ -4,6 +4,8 @@ a repair takes back becomes "deleted" spans where it was."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from backtrack.trace.record import OUTPUT_ORIGINS, Origin, Span
 from grammars.checker import append_piece
 
@@ -45,14 +47,10 @@ class SpanLog:
     def insert(self, at: int, text: str, origin: Origin, round_: int) -> None:
         """A span of `origin` goes in before output character `at` (which another span holds),
         where it is: the spans around it stay in their places."""
-        self._close()
         spans: list[Span] = []
-        end = 0  # where the output's span ends
-        for span in self._spans:
-            first, end = end, end + len(span.text) if span.origin in OUTPUT_ORIGINS else end
+        for span, first, end in self._placed():
             if first <= at < end:
-                cut = at - first
-                before, after = span.text[:cut], span.text[cut:]
+                before, after = span.text[: at - first], span.text[at - first :]
                 spans += [Span(before, span.origin, span.round)] if before else []
                 spans += [Span(text, origin, round_), Span(after, span.origin, span.round)]
                 at = -1  # placed
@@ -65,11 +63,9 @@ class SpanLog:
     def delete(self, start: int, end: int, *, shown: bool = True) -> None:
         """Output characters `start` to `end` become "deleted" spans where they are, in their
         rounds (see `retract`)."""
-        self._close()
         spans: list[Span] = []
-        at = 0  # where the span starts in the output
-        for span in self._spans:
-            first, at = at, at + len(span.text) if span.origin in OUTPUT_ORIGINS else at
+        at = 0  # where the last span ends in the output
+        for span, first, at in self._placed():
             if span.origin not in OUTPUT_ORIGINS or at <= start or first >= end:
                 spans.append(span)
                 continue
@@ -83,3 +79,13 @@ class SpanLog:
         if start < 0 or end > at:
             raise RuntimeError("a repair took back more than the output holds")
         self._spans[:] = spans
+
+    def _placed(self) -> Iterator[tuple[Span, int, int]]:
+        """Every span (the last one closed), with where it starts and ends in the output (a span
+        shown beside the output: where the output stands there, empty)."""
+        self._close()
+        end = 0
+        for span in self._spans:
+            first = end
+            end += len(span.text) if span.origin in OUTPUT_ORIGINS else 0
+            yield span, first, end
