@@ -8,6 +8,12 @@ within `header_seconds` of the connection opening (or of the first byte of the n
 kept-alive connection), and its body within `body_seconds` of the headers. Past either, the
 connection gets `408 Request Timeout` (when no response has started) and is closed; a handler
 still reading the body sees the client gone.
+
+The close lingers (as nginx's and Apache's do): the 408 is followed by the end of what the server
+writes (a FIN), and what the client still sends is read and dropped until it closes too, for
+`LINGER_SECONDS` at most. A socket closed at once while a slow client's bytes wait unread in it
+is reset, and the reset can take the 408 with it: the client saw a reset and no reply (one
+slowloris client in 25 runs of this project's test, under load).
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ def read_timeout_protocol(header_seconds: float, body_seconds: float) -> type[H1
     return ReadTimeoutProtocol
 
 
+LINGER_SECONDS = 2.0  # how long a timed-out connection reads what its client still sends
+
+
 class _ReadTimeoutProtocol(H11Protocol):
     header_seconds: float
     body_seconds: float
@@ -38,6 +47,7 @@ class _ReadTimeoutProtocol(H11Protocol):
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
         self._waiting_for: str | None = None  # "headers", "body" or None
+        self._linger: asyncio.TimerHandle | None = None  # set once the 408 ended the writing
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -45,9 +55,13 @@ class _ReadTimeoutProtocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._wait_for(None)
+        if self._linger is not None:
+            self._linger.cancel()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self._linger is not None:
+            return  # sent after the 408: read and dropped while the close lingers
         super().data_received(data)
         self._follow_state()
 
@@ -91,7 +105,17 @@ class _ReadTimeoutProtocol(H11Protocol):
         if cycle is not None and not cycle.response_complete:
             cycle.disconnected = True  # the handler reading the body sees the client gone
             cycle.message_event.set()
-        self.transport.close()
+        self._close_lingering()
+
+    def _close_lingering(self) -> None:
+        """End the writing after what was written (a FIN, not a reset) and close the connection
+        once the client closes its side (uvicorn's `eof_received` lets the transport close), or
+        `LINGER_SECONDS` on."""
+        if not self.transport.can_write_eof():
+            self.transport.close()
+            return
+        self.transport.write_eof()
+        self._linger = self.loop.call_later(LINGER_SECONDS, self.transport.close)
 
 
 def _timeout_response(body: bytes) -> bytes:

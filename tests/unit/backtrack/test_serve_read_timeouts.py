@@ -42,6 +42,7 @@ class SlowClient:
         self.trickle = trickle
         self.reply = b""
         self.closed = False
+        self.reset: OSError | None = None  # how the connection ended, when not by the server's FIN
 
     def drip(self) -> None:
         if self.closed:
@@ -52,8 +53,8 @@ class SlowClient:
             self.closed = True  # recv gave b"": the server closed the connection
         except BlockingIOError:
             pass
-        except ConnectionError:
-            self.closed = True
+        except ConnectionError as error:
+            self.closed, self.reset = True, error
         if self.closed:
             self.sock.close()
             return
@@ -88,6 +89,16 @@ def hold(base: str, clients: list[SlowClient]) -> list[float]:
     return health
 
 
+def unanswered(clients: list[SlowClient], status_line: bytes) -> list[tuple[int, bytes, str]]:
+    """The clients whose reply does not start with `status_line`: index, the reply's start and
+    how the connection ended (a reset, or the server's FIN)."""
+    return [
+        (i, c.reply[:80], repr(c.reset) if c.reset else "closed by the server")
+        for i, c in enumerate(clients)
+        if not c.reply.startswith(status_line)
+    ]
+
+
 REQUEST_HEAD = b"GET /health HTTP/1.1\r\nHost: x\r\nUser-Agent: slow\r\nX-Padding: " + b"a" * 200
 
 
@@ -96,9 +107,26 @@ def test_slow_headers_get_408_and_are_closed_while_health_answers(url: str):
     clients.append(SlowClient(url, b"", b""))  # connects and sends nothing
     health = hold(url, clients)
     assert all(c.closed for c in clients), f"{sum(not c.closed for c in clients)} still open"
-    assert all(c.reply.startswith(b"HTTP/1.1 408 ") for c in clients)
+    assert not unanswered(clients, b"HTTP/1.1 408 ")
     assert b"the request's headers did not arrive within 1 seconds" in clients[0].reply
     assert health  # /health answered (200) every round while they were held
+
+
+def test_a_client_still_sending_at_its_limit_reads_the_408_and_a_clean_close(url: str):
+    # Header bytes sent without pause past the limit: the server's close lingers, reading what
+    # still comes, so its 408 ends with a FIN; a socket closed with bytes unread in it is reset
+    # (the client's sends fail, its reads may lose the reply)
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=BOUND) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nX-Padding: ")
+        sending = time.monotonic() + LIMIT * 1.5
+        while time.monotonic() < sending:
+            sock.sendall(b"a" * 8)  # 2.4 KB in all, within h11's limit on a request's head
+            time.sleep(0.005)
+        reply = b""
+        while chunk := sock.recv(65536):  # a reset raises ConnectionResetError here
+            reply += chunk
+    assert reply.startswith(b"HTTP/1.1 408 ")
 
 
 def post_head(path: str, length: int) -> bytes:
@@ -115,7 +143,7 @@ def test_slow_and_stalled_bodies_get_408_and_are_closed(url: str, caplog: pytest
     clients += [SlowClient(url, post_head(chat, len(body)) + body[:10], b"") for _ in range(10)]
     hold(url, clients)
     assert all(c.closed for c in clients), f"{sum(not c.closed for c in clients)} still open"
-    assert all(c.reply.startswith(b"HTTP/1.1 408 ") for c in clients)
+    assert not unanswered(clients, b"HTTP/1.1 408 ")
     assert b"the request's body did not arrive within 1 seconds" in clients[0].reply
     # the handler that was reading the body saw the client gone: no "unexpected failure" (500)
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
@@ -127,7 +155,7 @@ def test_a_trickled_body_to_a_handler_that_does_not_read_it_is_closed(url: str):
     clients = [SlowClient(url, head, b"x" * 400) for _ in range(5)]
     hold(url, clients)
     assert all(c.closed for c in clients)
-    assert all(c.reply.startswith(b"HTTP/1.1 200 ") for c in clients)
+    assert not unanswered(clients, b"HTTP/1.1 200 ")
 
 
 def test_a_kept_alive_connection_may_idle_between_requests(url: str):
