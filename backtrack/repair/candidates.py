@@ -64,16 +64,16 @@ class Edit:
     cost: int
 
 
-def _skips(rest: str, limits: RepairLimits) -> list[int]:
+def skips(rest: str, limits: RepairLimits) -> list[int]:
     """How much of the draft a candidate may skip: a few characters, its next word with the
     blanks after it, or the first parts of that word (`concert_`, `concert` of `concertVenue`)."""
-    skips = set(range(min(limits.max_skip, len(rest)) + 1))
+    found = set(range(min(limits.max_skip, len(rest)) + 1))
     word = word_at(rest)
     if word:
-        skips.add(word)
-        skips.add(word + len(rest[word:]) - len(rest[word:].lstrip(" ")))
-        skips.update(m.end() for m in _PART_END.finditer(rest, 1, word))
-    return sorted(skips)
+        found.add(word)
+        found.add(word + len(rest[word:]) - len(rest[word:].lstrip(" ")))
+        found.update(m.end() for m in _PART_END.finditer(rest, 1, word))
+    return sorted(found)
 
 
 _PART_END = re.compile(r"_+|(?<=[a-z0-9])(?=[A-Z])")  # where a word's first parts end
@@ -111,7 +111,7 @@ def candidates(
         checker.rollback(base - back)
         deleted = committed[base - back :]
         for insert, only in _inserts_after(checker, deleted, rest, limits, was_free=was_free):
-            for skip in [only] if only is not None else _skips(rest, limits):
+            for skip in [only] if only is not None else skips(rest, limits):
                 if (back, skip, insert) == (0, 0, "") or insert == deleted + rest[:skip]:
                     continue  # no edit: that is the cut itself
                 if skip and skip == len(rest) and not insert:

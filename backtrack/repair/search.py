@@ -121,8 +121,12 @@ def _best(
     An edit resynchronises when `need` characters of the rest fit after it (or the whole rest,
     which then, for a final reply, completes the text). An edit after which fewer fit
     resynchronises when edits at the next cuts do, up to `_MAX_DEPTH` slips in a row
-    (`{'a': 1, 'b': 2}`): the path of least total cost wins. `ties`, when given, gets the edit
-    that resynchronises at once at the least cost and the others ranked alike, in order."""
+    (`{'a': 1, 'b': 2}`): the path of least total cost wins. A path that costs more edits than
+    the `limits.min_fit` characters it must read is none: chipping a key away a character at a
+    time to reach a bracket that fits (`"severity": 3,\n "steps": [`, where an enum's value
+    goes) is no slip put right, and the local model writes there instead. `ties`, when given,
+    gets the edit that resynchronises at once at the least cost and the others ranked alike,
+    in order."""
     budget[0] -= 1
     committed = checker.text
     was_free = checker.in_free_text()
@@ -143,6 +147,8 @@ def _best(
             rest_of_path = _path_after(checker, committed, c, final, limits, need, budget, depth)
             if rest_of_path is not None:
                 total = (c.edit.cost + rest_of_path[0], len(c.edit.insert) + rest_of_path[1])
+                if total[0] > limits.min_fit:
+                    continue
                 if best is None or total < best[1]:
                     best = (c.edit, total)
     _restore(checker, committed)

@@ -14,9 +14,9 @@ from local_target.errors import TargetError
 from providers.errors import redact
 
 if TYPE_CHECKING:
+    from backtrack.run.hand_back import HandBack
     from backtrack.run.options import GuideOptions
     from backtrack.run.output import Output
-    from backtrack.run.trailing import HandBack
     from grammars import Checker
     from grammars.grammar import Grammar
     from local_target import Correction
@@ -74,14 +74,15 @@ class CorrectionRound:
     def apply(self, correction: Correction, min_reuse_chars: int) -> tuple[Round, str]:
         """Commit the target's correction: up to where the draft's rest goes on after it (all of
         it when the target completes), then what of that rest fits, at least `min_reuse_chars`
-        of it (`trailing.HandBack`). The round's record, and the rest reused."""
+        of it, its slip skipped (`hand_back.HandBack`). The round's record, and the rest
+        reused."""
         self._check(correction)
         if self.completes:
             keep = _without_final_blanks(self.output.checker, correction.text)
         else:
             keep = self.hand_back.kept(self.output.checker, correction.text)
         self._commit(correction, keep)
-        reused = self.hand_back.reuse(self.output, min_reuse_chars)
+        reused, skipped = self.hand_back.reuse(self.output, min_reuse_chars)
         logger.debug(
             "%s round %d: %d characters in %d local tokens (%s), %d characters of the draft reused",
             self.kind,
@@ -99,6 +100,7 @@ class CorrectionRound:
             accepted_chars=len(reused),
             local_tokens=len(correction.tokens),
             target_stop=correction.stop_reason,
+            repairs=(skipped,) if skipped else (),
         )
         return record, reused
 

@@ -34,12 +34,13 @@ from typing import TYPE_CHECKING, Literal
 from backtrack.run.budget import Budget
 from backtrack.run.correction_round import CorrectionRound, TargetCall
 from backtrack.run.draft_round import DraftRound, ReplyEnd
+from backtrack.run.hand_back import HandBack
 from backtrack.run.layout import close_forgotten
 from backtrack.run.options import GuideOptions
 from backtrack.run.output import Output
 from backtrack.run.schema import policy_for
 from backtrack.run.stray_reply import leave_out_stray
-from backtrack.run.trailing import HandBack, close_up, final_point
+from backtrack.run.trailing import close_up, final_point
 from backtrack.trace.record import Round, StopReason, Trace
 from backtrack.trace.result import GuideResult
 from providers.align import Echo

@@ -3,15 +3,15 @@
 At a complete point, the draft's rejected rest may be commentary (`= 10` after an expression, a
 sentence, anything after JSON's last brace), dropped as trailing text, or more document after a
 slip, which the read-ahead keeps when one edit lets everything read after it parse (`reads_on`).
-Before a complete point, the rest goes back to the target with the correction (`HandBack`): the
-correction is cut where the rest goes on after it, and the rest is reused up to its next slip.
+Before a complete point, the rest goes back to the target with the correction
+(backtrack.run.hand_back).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from backtrack.repair.search import completes, search
@@ -34,8 +34,6 @@ _LETTERS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 _READS_ON = 16
 READ_ON_LIMITS = replace(REPAIR_LIMITS, min_fit=_READS_ON)
 _ANOTHER_LINE = re.compile(r"[\r\n]\s*\S")
-# A correction is cut where this much of the draft's rest fits after it (`HandBack.kept`).
-_HAND_BACK_PROBE = 64
 
 
 def answer_ended(checker: Checker, rest: str, grammar: Grammar) -> bool:
@@ -250,7 +248,7 @@ def drop_final_blanks(output: Output) -> None:
 
 
 _BRACKETS = ")]}>"
-_CLOSERS = _BRACKETS + "\"';,"  # what closes what is open (and separates)
+CLOSERS = _BRACKETS + "\"';,"  # what closes what is open (and separates)
 
 
 def closing(checker: Checker) -> str | None:
@@ -318,67 +316,3 @@ def close_up(output: Output, met: Callable[[str], bool]) -> bool:
     output.checker.feed(closers)
     output.add(closers, "edit")
     return True
-
-
-@dataclass
-class HandBack:
-    """The last cut draft's rest after its cut, which the target's correction hands back to."""
-
-    rest: str = ""
-    # The drafter's reply was read to its end: the rest is all of it (the drafter had finished).
-    reply_ended: bool = False
-
-    def api_finished(self) -> bool:
-        """The drafter's reply ended after its slip with nothing but closing what it had open
-        (`\\n}`, a required key left out before it): should the correction not reach that, the
-        API has said all it means to (asked again, a weak model restarts its answer:
-        `"occupation": {"name": ...`), and the target finishes the text. A reply whose rest
-        holds content (`True, "n": None}`) or stopped mid-way (`"b": 2, `) is the API's to go on."""
-        rest = "".join(self.rest.split())
-        return self.reply_ended and bool(rest) and not rest.strip(_CLOSERS)
-
-    def kept(self, checker: Checker, written: str) -> int:
-        """How much of the target's `written` text to keep: all of it where the rest goes on
-        after it (as far as a repair needs to resynchronise) or there is no rest, else the
-        longest start after which it does (` 4,` is cut to ` 4` where the rest goes on with
-        `], "b"`): the draft takes over there."""
-        probe = self.rest[:_HAND_BACK_PROBE]
-        # As much as resynchronises a repair; less only where that is the reply's whole rest (a
-        # stream closed at the cut left only the start of its rest: no evidence).
-        need = REPAIR_LIMITS.min_fit
-        if self.reply_ended:
-            need = min(len(probe), need)
-        if not probe or len(probe) < need:
-            return len(written)
-        start = checker.chars
-        for keep in range(len(written), 0, -1):
-            if checker.fits(written[:keep] + probe) - keep < need:
-                continue
-            checker.feed(written[:keep])
-            inside = checker.in_free_text()  # the rest would be a string's content
-            checker.rollback(start)
-            if not inside:
-                return keep
-        return len(written)
-
-    def reuse(self, output: Output, min_chars: int) -> str:
-        """After a correction, commit what of the rest fits: all of it where that completes the
-        text or is at least `min_chars` long, else its start up to its next slip when that is;
-        what follows the slip stays for the target's next correction. Returns what was reused."""
-        rest, self.rest = self.rest, ""
-        checker = output.checker
-        if not rest or checker.in_free_text():
-            return ""  # nothing, or inside a string the correction opened: it would be its content
-        before = checker.chars
-        taken = checker.feed(rest)
-        if taken == len(rest) and (checker.complete or len(rest) >= min_chars):
-            output.add(rest, "reused")
-            return rest
-        if taken >= min_chars and not checker.in_free_text():
-            # The rest fits up to another slip: keep what fits, and the target corrects there
-            # with the remainder before it, not the API writing the rest again.
-            output.add(rest[:taken], "reused")
-            self.rest = rest[taken:]
-            return rest[:taken]
-        checker.rollback(before)
-        return ""

@@ -165,7 +165,7 @@ def test_a_restart_in_another_shape_is_not_asked_for_again() -> None:
     first = '{\n    "theme": {\n        "en-US": "dark",\n        "fr-CA": "sombre"\n    },\n}'
     again = '{\n    "theme": {\n        "en-US": "dark"\n    },\n    "volume": 3\n}'
     api = ScriptedAPI("", drafts=[first, again, again])
-    target = ScriptedTarget('language": "en",', '": 3')
+    target = ScriptedTarget('language": "en",', 'volume": 3}')
     result = guide(FunctionDrafter(api), schema, prompt="settings", target=target)
     assert (result.api_calls, result.valid) == (2, True)
     assert result.text == '{\n    "theme": "dark",\n        "language": "en",\n        "volume": 3}'

@@ -22,7 +22,9 @@ SCHEMA = {
     "required": ["city", "days"],
     "additionalProperties": False,
 }
-SLIP = '{"city": "Oslo", "days": three}'  # cut at `t`: the local model writes 3
+# Cut at `t`: the local model writes 3. The rest does not go on after it, however much of its
+# start is skipped (as `three}` would, its word skipped): the API continues.
+SLIP = '{"city": "Oslo", "days": three weeks}'
 KEPT = '{"city": "Oslo", "days": '
 ARGUMENTS = '{"city": "Oslo", "days": 3}'
 COMMA = '{"city": "Oslo", "days": 3,}'  # mended by an edit: no local model runs

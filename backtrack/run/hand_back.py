@@ -1,0 +1,103 @@
+"""The draft's rest after a cut, handed back to after the target's correction.
+
+The correction is cut where the rest goes on after it (`HandBack.kept`), and the rest is reused
+up to its next slip (`HandBack.reuse`). Where the rest's first characters are the slip the
+correction replaced (`3` where the correction wrote an enum's `"high"`), they are skipped, as
+a repair skips them, and the rest after them is reused: the API is not asked again to write
+what it already wrote.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from backtrack.repair.candidates import Edit, skips
+from backtrack.run.output import REPAIR_LIMITS
+from backtrack.run.trailing import CLOSERS
+
+if TYPE_CHECKING:
+    from backtrack.run.output import Output
+    from backtrack.trace.record import Repair
+    from grammars import Checker
+
+# A correction is cut where this much of the draft's rest fits after it (`HandBack.kept`).
+_HAND_BACK_PROBE = 64
+
+
+@dataclass
+class HandBack:
+    """The last cut draft's rest after its cut, which the target's correction hands back to."""
+
+    rest: str = ""
+    # The drafter's reply was read to its end: the rest is all of it (the drafter had finished).
+    reply_ended: bool = False
+
+    def api_finished(self) -> bool:
+        """The drafter's reply ended after its slip with nothing but closing what it had open
+        (`\\n}`, a required key left out before it): should the correction not reach that, the
+        API has said all it means to (asked again, a weak model restarts its answer:
+        `"occupation": {"name": ...`), and the target finishes the text. A reply whose rest
+        holds content (`True, "n": None}`) or stopped mid-way (`"b": 2, `) is the API's to go on."""
+        rest = "".join(self.rest.split())
+        return self.reply_ended and bool(rest) and not rest.strip(CLOSERS)
+
+    def kept(self, checker: Checker, written: str) -> int:
+        """How much of the target's `written` text to keep: all of it where the rest goes on
+        after it (as far as a repair needs to resynchronise) or there is no rest, else the
+        longest start after which it does (` 4,` is cut to ` 4` where the rest goes on with
+        `], "b"`): the draft takes over there."""
+        probe = self.rest[:_HAND_BACK_PROBE]
+        # As much as resynchronises a repair; less only where that is the reply's whole rest (a
+        # stream closed at the cut left only the start of its rest: no evidence).
+        need = REPAIR_LIMITS.min_fit
+        if self.reply_ended:
+            need = min(len(probe), need)
+        if not probe or len(probe) < need:
+            return len(written)
+        start = checker.chars
+        for keep in range(len(written), 0, -1):
+            if checker.fits(written[:keep] + probe) - keep < need:
+                continue
+            checker.feed(written[:keep])
+            inside = checker.in_free_text()  # the rest would be a string's content
+            checker.rollback(start)
+            if not inside:
+                return keep
+        return len(written)
+
+    def reuse(self, output: Output, min_chars: int) -> tuple[str, Repair | None]:
+        """After a correction, commit what of the rest fits (`_reusable`): all of it where that
+        completes the text or is at least `min_chars` long, else its start up to its next slip
+        when that is; what follows the slip stays for the target's next correction. Where none
+        of it is reusable so, the fewest of its first characters (as a repair skips: up to
+        `REPAIR_LIMITS.max_skip`, or its first word) after which it is are skipped. Returns what
+        was reused, and the repair that skipped, if one did."""
+        rest, self.rest = self.rest, ""
+        checker = output.checker
+        if not rest or checker.in_free_text():
+            return "", None  # nothing, or inside a string the correction opened: its content
+        for skip in skips(rest, REPAIR_LIMITS):
+            if skip < len(rest) and (reusable := _reusable(checker, rest[skip:], min_chars)):
+                break
+        else:
+            return "", None
+        skipped = output.make(Edit(0, skip, "", "", rest[:skip], reusable, skip)) if skip else None
+        reused, self.rest = rest[skip : skip + reusable], rest[skip + reusable :]
+        checker.feed(reused)
+        output.add(reused, "reused")
+        return reused, skipped
+
+
+def _reusable(checker: Checker, rest: str, min_chars: int) -> int:
+    """How much of `rest` a correction's end hands back to: all of it where it fits and
+    completes the text or is at least `min_chars` long, else its start up to its next slip when
+    that is `min_chars` long and leaves no string open (the rest would be a string's content);
+    else nothing. The checker is left at the text it holds."""
+    before = checker.chars
+    taken = checker.feed(rest)
+    complete, inside = checker.complete, checker.in_free_text()
+    checker.rollback(before)
+    if taken == len(rest) and (complete or taken >= min_chars):
+        return taken
+    return taken if taken >= min_chars and not inside else 0
