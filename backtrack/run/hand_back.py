@@ -70,14 +70,16 @@ class HandBack:
         """After a correction, commit what of the rest fits (`_reusable`): all of it where that
         completes the text or is at least `min_chars` long, else its start up to its next slip
         when that is; what follows the slip stays for the target's next correction. Where none
-        of it is reusable so, the fewest of its first characters (as a repair skips: up to
-        `REPAIR_LIMITS.max_skip`, or its first word) after which it is are skipped. Returns what
-        was reused, and the repair that skipped, if one did."""
+        of it is reusable so, nor does it fit whole, the fewest of its first characters (as a
+        repair skips: up to `REPAIR_LIMITS.max_skip`, or its first word) after which it is are
+        skipped. Returns what was reused, and the repair that skipped, if one did."""
         rest, self.rest = self.rest, ""
         checker = output.checker
         if not rest or checker.in_free_text():
             return "", None  # nothing, or inside a string the correction opened: its content
-        for skip in skips(rest, REPAIR_LIMITS):
+        # A rest that fits whole at its start (`]` short of the text's end) has no slip to skip.
+        tried = [0] if checker.fits(rest) == len(rest) else skips(rest, REPAIR_LIMITS)
+        for skip in tried:
             if skip < len(rest) and (reusable := _reusable(checker, rest[skip:], min_chars)):
                 break
         else:

@@ -184,9 +184,11 @@ CASES = {
         stop="trailing_dropped",
         preamble="Sure! ",  # with the blank before the answer
     ),
-    "json-unclosed-bracket": Case("json", DOC_A, UNCLOSED, '{"a": [1, 2, 3', (2, 1), DOC_A),
+    # The bracket SmolLM2 writes replaces the draft's slip, which is skipped: the rest after it
+    # finishes the text, no call (backtrack.run.hand_back).
+    "json-unclosed-bracket": Case("json", DOC_A, UNCLOSED, '{"a": [1, 2, 3', (1, 1), DOC_A),
     "json-extra-bracket": Case(
-        "json", DOC_A, '{"a": [1, 2, 3]], "b": null}', '{"a": [1, 2, 3]', (2, 1), DOC_A
+        "json", DOC_A, '{"a": [1, 2, 3]], "b": null}', '{"a": [1, 2, 3]', (1, 1), DOC_A
     ),
     # The API goes on from a reply that stops short: no correction.
     "json-truncated": Case("json", DOC_A, '{"a": [1, 2', '{"a": [1, 2', (2, 0), DOC_A),
@@ -1225,7 +1227,7 @@ def test_grammar_forms(spec: Any, target: LocalTarget) -> None:
     # Every form of the grammar cuts at the brace, and the repair is the one of
     # test_repairs_slip[json-unclosed-bracket].
     assert spans(result)[:2] == [(0, "draft", '{"a": [1, 2, 3'), (0, "rejected", '}, "b": null}')]
-    assert (result.text, result.valid, result.api_calls, result.corrections) == (DOC_A, True, 2, 1)
+    assert (result.text, result.valid, result.api_calls, result.corrections) == (DOC_A, True, 1, 1)
 
 
 def test_unusable_grammar_is_refused_before_any_call() -> None:
