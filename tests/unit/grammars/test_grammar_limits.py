@@ -207,8 +207,8 @@ def test_a_costly_grammar_is_checked_in_pieces_that_hold_the_gil_briefly():
     """1,000 optional properties (allowed here) cost the engine about 3 ms a byte of their keys:
     256-byte pieces held the GIL near a second each. Pieces now follow the engine's time a byte
     (about 5 ms each). Whole-piece calls were all slow; here the typical call is bounded at 10
-    times the aim and a stall of a busy machine may hold one or two calls past 0.3 s (CI saw one
-    call of 0.7 s, with the pieces as small as ever)."""
+    times the aim and a stall of a busy machine may hold one or two calls past 0.3 s (a fresh
+    `make test` here saw one call of 0.7 s, with the pieces as small as ever)."""
     limits = GrammarLimits(max_optional_properties=1000)
     grammar = Grammar.from_json_schema(wide_object(1000), limits=limits)
     draft = "{" + ", ".join(f'"p{i}": {i}' for i in range(0, 1000, 2))
