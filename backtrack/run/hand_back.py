@@ -77,11 +77,12 @@ class HandBack:
         checker = output.checker
         if not rest or checker.in_free_text():
             return "", None  # nothing, or inside a string the correction opened: its content
-        # A rest that fits whole at its start (`]` short of the text's end) has no slip to skip.
-        tried = [0] if checker.fits(rest) == len(rest) else skips(rest, REPAIR_LIMITS)
-        for skip in tried:
-            if skip < len(rest) and (reusable := _reusable(checker, rest[skip:], min_chars)):
+        for skip in skips(rest, REPAIR_LIMITS):  # 0 first
+            taken, reusable = _reusable(checker, rest[skip:], min_chars)
+            if reusable:
                 break
+            if taken == len(rest):
+                return "", None  # it fits whole (`]` short of the text's end): no slip to skip
         else:
             return "", None
         skipped = output.make(Edit(0, skip, "", "", rest[:skip], reusable, skip)) if skip else None
@@ -91,15 +92,16 @@ class HandBack:
         return reused, skipped
 
 
-def _reusable(checker: Checker, rest: str, min_chars: int) -> int:
-    """How much of `rest` a correction's end hands back to: all of it where it fits and
-    completes the text or is at least `min_chars` long, else its start up to its next slip when
-    that is `min_chars` long and leaves no string open (the rest would be a string's content);
-    else nothing. The checker is left at the text it holds."""
+def _reusable(checker: Checker, rest: str, min_chars: int) -> tuple[int, int]:
+    """How much of `rest` fits after the checker's text, and how much of it a correction's end
+    hands back to: all of it where it fits and completes the text or is at least `min_chars`
+    long, else its start up to its next slip when that is `min_chars` long and leaves no string
+    open (the rest would be a string's content); else nothing. The checker is left at the text
+    it holds."""
     before = checker.chars
     taken = checker.feed(rest)
     complete, inside = checker.complete, checker.in_free_text()
     checker.rollback(before)
     if taken == len(rest) and (complete or taken >= min_chars):
-        return taken
-    return taken if taken >= min_chars and not inside else 0
+        return taken, taken
+    return taken, taken if taken >= min_chars and not inside else 0
