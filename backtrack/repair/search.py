@@ -26,6 +26,7 @@ local model's likelihood (`prefer`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -83,7 +84,7 @@ def search(
             texts.setdefault(committed[: len(committed) - edit.back] + edit.insert + after, edit)
         if len(texts) > 1:
             chosen = list(texts.values())[prefer(list(texts))]
-    return _spaced(checker, chosen, rest)
+    return _with_its_line(checker, _spaced(checker, chosen, rest), rest, floor)
 
 
 def _spaced(checker: Checker, edit: Edit, rest: str) -> Edit:
@@ -98,6 +99,41 @@ def _spaced(checker: Checker, edit: Edit, rest: str) -> Edit:
 
 
 _SCORED = 16  # characters of the draft after an edit that its likelihood takes in
+_LINE_BEFORE = re.compile(r"\r?\n[ \t]*\Z")  # a line end and the next line's indentation
+_LINE_AFTER = re.compile(r"[ \t]*(?=\r?\n)")  # blanks before a line end
+_INDENT_REACH = 256  # characters of a line's indentation and text a repair reads back
+
+
+def _with_its_line(checker: Checker, edit: Edit, rest: str, floor: int) -> Edit:
+    """`edit`, where it deletes the whole of a line's text (a member a schema lacks, on its own
+    line), with the line end before it and the blanks around it: the draft's layout goes on as
+    it was, not with a blank line in it. The line end after the text stays, so the next line
+    keeps its own indentation. Where that does not fit as far as the edit did, `edit`."""
+    committed = checker.text
+    start = len(committed) - edit.back
+    tail = rest[edit.skip :]
+    line = _LINE_BEFORE.search(committed, max(floor, start - _INDENT_REACH), start)
+    after = _LINE_AFTER.match(tail)
+    if edit.insert or not (edit.deleted or edit.skipped) or line is None or after is None:
+        return edit
+    skip = edit.skip + after.end()
+    fitting = rest[skip : edit.skip + edit.fits]
+    if edit.fits < after.end():
+        return edit
+    _restore(checker, committed[: line.start()])
+    fits = checker.fits(fitting)
+    _restore(checker, committed)
+    if fits != len(fitting):
+        return edit
+    back = len(committed) - line.start()
+    return replace(
+        edit,
+        back=back,
+        skip=skip,
+        deleted=committed[line.start() :],
+        skipped=rest[:skip],
+        fits=len(fitting),
+    )
 
 
 Total = tuple[int, int]

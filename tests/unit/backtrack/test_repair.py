@@ -481,6 +481,28 @@ def test_a_key_the_schema_lacks_is_deleted_with_its_value(draft: str, skipped: s
 
 
 @pytest.mark.parametrize("chunk", [0, 3], ids=["whole", "streamed"])
+def test_a_line_whose_whole_text_is_deleted_goes_with_its_line_end(chunk: int) -> None:
+    """Not a blank line left where each member the schema lacks was (`{\\n    \\n    "name"`);
+    the next line keeps its own indentation."""
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "watered": {"type": "boolean"}},
+        "required": ["name", "watered"],
+        "additionalProperties": False,
+    }
+    draft = '{\n    "id": 1,\n    "name": "fern",\n    "kind": "x",\n  "watered": true\n}'
+    result = repaired(Grammar.coerce(schema), draft, chunk=chunk)
+    assert result.text == '{\n    "name": "fern",\n  "watered": true\n}'
+    assert result.api_calls == 1
+    assert [t for o, t in spans(result) if o in ("deleted", "skipped")] == [
+        '\n    "',
+        'id": 1,',
+        '\n    "',
+        'kind": "x",',
+    ]
+
+
+@pytest.mark.parametrize("chunk", [0, 3], ids=["whole", "streamed"])
 def test_a_value_the_schema_refuses_is_replaced_and_the_draft_goes_on_after_it(chunk: int):
     """Not the next key chipped away a character at a time until a bracket fits (`"severity":`
     then the line end and indentation kept, `"steps":` deleted and skipped in five edits, the
