@@ -10,8 +10,8 @@ A correction writes after the committed text under the grammar's matcher, step b
 - opportunistic masks (DESIGN 8, local_target.sampling): the model's own choice is checked
   first, the full mask computed only when the grammar refuses it;
 - the closing bias: in the last part of a completion budget (`until="complete"`), and past its
-  first `closing_after` tokens, closing tokens (quotes, brackets, ';', EOS) get a bonus, so the
-  text ends rather than rambles on;
+  first `closing_after` tokens, or from its first token (`until="close"`), closing tokens
+  (quotes, brackets, ';', EOS) get a bonus, so the text ends rather than rambles on;
 - the stop rules: EOS, or at a complete point a choice the grammar refuses ("eos"); nothing may
   follow ("grammar_end"); a lexeme ended ("terminal"); the budget spent ("max_tokens"), but never
   inside a character or the healed token.
@@ -164,7 +164,8 @@ class Correcting:
 
     def _closing(self) -> bool:
         left = self.max_tokens - len(self.tokens)
-        return self.until == "complete" and left <= self.policy.closing_window(self.max_tokens)
+        window = self.policy.closing_window(self.max_tokens)
+        return self.until == "close" or (self.until == "complete" and left <= window)
 
     def _choose(self, after: Next, closing: bool) -> tuple[int, bool]:
         """(token, masked): the model's own choice where the grammar allows it; else, or where

@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Until = Literal["terminal", "complete"] | int
+Until = Literal["terminal", "complete", "close"] | int
 """When a correction stops besides its budget: at the end of a lexeme ("terminal"), at a full
-sentence of the grammar or the budget ("complete"), or after that many tokens (an int)."""
+sentence of the grammar or the budget ("complete"; "close": the same, with the closing bias from
+its first token), or after that many tokens (an int)."""
 
 
 @dataclass(frozen=True)

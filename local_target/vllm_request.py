@@ -65,7 +65,7 @@ class CorrectionArgs:
             value = extra.get(_PREFIX + name, _DEFAULTS.get(name))
             if value is None:
                 raise ValueError(f"vllm_xargs lacks {_PREFIX + name}")
-            if name == "until" and value not in ("terminal", "complete"):
+            if name == "until" and value not in ("terminal", "complete", "close"):
                 kind = int
             if not isinstance(value, kind) or isinstance(value, bool):
                 raise ValueError(f"vllm_xargs {_PREFIX + name} must be {kind.__name__}: {value!r}")

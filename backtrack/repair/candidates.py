@@ -114,10 +114,18 @@ def candidates(
             for skip in [only] if only is not None else skips(rest, limits):
                 if (back, skip, insert) == (0, 0, "") or insert == deleted + rest[:skip]:
                     continue  # no edit: that is the cut itself
-                if skip and skip == len(rest) and not insert:
-                    continue  # the draft's whole rest dropped: that is no resynchronisation
+                if skip and skip == len(rest) and only is None and _made_up(deleted, rest, insert):
+                    continue  # the draft's whole rest replaced: that is no resynchronisation
                 found += _candidate(checker, committed, (back, insert, skip), rest, only)
     return found
+
+
+def _made_up(deleted: str, rest: str, insert: str) -> bool:
+    """Whether `insert`, in place of `deleted` and all of the draft's `rest` (none of which is
+    read after it), is made up: anything but its characters' like, class for class (`]` for
+    `}`). Seen: an enum's value and the object's `}` replaced by a line end, or a quote."""
+    removed = deleted + rest
+    return len(insert) != len(removed) or unlike_classes(removed, insert) > 0 or not insert.strip()
 
 
 def _candidate(

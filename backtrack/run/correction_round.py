@@ -46,30 +46,30 @@ class TargetCall:
 
 class CorrectionRound:
     """The correction round under way, the run's `index`-th round: a completion when it
-    `completes` the text (the run's budget is spent), else a correction up to the next terminal,
-    after which the last cut draft's rest (`hand_back`, shared with the loop) is reused."""
+    completes the text (`until` "complete", the run's budget is spent; "close", finishing what an
+    ended reply left), else a correction up to the next terminal, after which the last cut
+    draft's rest (`hand_back`, shared with the loop) is reused."""
 
     def __init__(
         self,
         output: Output,
         hand_back: HandBack,
-        *,
-        completes: bool,
+        until: Until,
         index: int,
         most: int | None = None,
     ) -> None:
         self.output = output
         self.hand_back = hand_back
-        self.completes = completes
+        self.until = until
+        self.completes = until != "terminal"
         self.most = most  # tokens, less than the options' budget for the round, where given
-        self.kind: RoundKind = "completion" if completes else "correction"
+        self.kind: RoundKind = "completion" if self.completes else "correction"
         self.index = index
 
     def call(self, grammar: Grammar, options: GuideOptions) -> TargetCall:
-        until: Until = "complete" if self.completes else "terminal"
         budget = options.completion_tokens if self.completes else options.correction_tokens
         budget = budget if self.most is None else min(budget, self.most)
-        return TargetCall(self.output.text, until, budget, grammar, self.hand_back.rest)
+        return TargetCall(self.output.text, self.until, budget, grammar, self.hand_back.rest)
 
     def apply(self, correction: Correction, min_reuse_chars: int) -> tuple[Round, str]:
         """Commit the target's correction: up to where the draft's rest goes on after it (all of
@@ -82,7 +82,8 @@ class CorrectionRound:
         else:
             keep = self.hand_back.kept(self.output.checker, correction.text)
         self._commit(correction, keep)
-        reused, skipped = self.hand_back.reuse(self.output, min_reuse_chars)
+        blanks = keep - len(correction.text[:keep].rstrip())  # the correction's, at its end
+        reused, skipped = self.hand_back.reuse(self.output, min_reuse_chars, blanks)
         logger.debug(
             "%s round %d: %d characters in %d local tokens (%s), %d characters of the draft reused",
             self.kind,

@@ -66,13 +66,15 @@ class HandBack:
                 return keep
         return len(written)
 
-    def reuse(self, output: Output, min_chars: int) -> tuple[str, Repair | None]:
+    def reuse(self, output: Output, min_chars: int, blanks: int = 0) -> tuple[str, Repair | None]:
         """After a correction, commit what of the rest fits (`_reusable`): all of it where that
         completes the text or is at least `min_chars` long, else its start up to its next slip
         when that is; what follows the slip stays for the target's next correction. Where none
         of it is reusable so, nor does it fit whole, the fewest of its first characters (as a
         repair skips: up to `REPAIR_LIMITS.max_skip`, or its first word) after which it is are
-        skipped. Returns what was reused, and the repair that skipped, if one did."""
+        skipped. Where what is reused starts a line of its own, the correction's `blanks` at the
+        committed text's end go: the draft's layout goes on, not a blank line. Returns what was
+        reused, and the repair that skipped, if one did."""
         rest, self.rest = self.rest, ""
         checker = output.checker
         if not rest or checker.in_free_text():
@@ -85,8 +87,10 @@ class HandBack:
                 return "", None  # it fits whole (`]` short of the text's end): no slip to skip
         else:
             return "", None
-        skipped = output.make(Edit(0, skip, "", "", rest[:skip], reusable, skip)) if skip else None
         reused, self.rest = rest[skip : skip + reusable], rest[skip + reusable :]
+        if blanks and reused.lstrip(" \t")[:1] in ("\n", "\r"):
+            _take_back_blanks(output, blanks, reused)
+        skipped = output.make(Edit(0, skip, "", "", rest[:skip], reusable, skip)) if skip else None
         checker.feed(reused)
         output.add(reused, "reused")
         return reused, skipped
@@ -105,3 +109,16 @@ def _reusable(checker: Checker, rest: str, min_chars: int) -> tuple[int, int]:
     if taken == len(rest) and (complete or taken >= min_chars):
         return taken, taken
     return taken, taken if taken >= min_chars and not inside else 0
+
+
+def _take_back_blanks(output: Output, blanks: int, reused: str) -> None:
+    """The last `blanks` characters of the output (the target's) leave it, where `reused` fits
+    as well without them."""
+    checker = output.checker
+    at = checker.chars - blanks
+    own = checker.text[at:]
+    checker.rollback(at)
+    fits = checker.fits(reused) == len(reused)
+    checker.feed(own)
+    if fits:
+        output.unread(at)

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from grammars.grammar import Grammar
     from local_target import Correction
     from local_target.errors import TargetError
+    from local_target.policy import Until
     from providers.errors import ProviderError
 
 Step = Literal["draft", "correct", "done"]
@@ -92,8 +93,7 @@ class GuideLoop:
 
     @property
     def grammar(self) -> Grammar:
-        """The grammar the run checks with (a JSON schema's run may move to the schema's own
-        order: backtrack.run.schema)."""
+        """The grammar the run checks with (a schema's run may take its order: run.schema)."""
         return self.schema.grammar
 
     @property
@@ -249,8 +249,9 @@ class GuideLoop:
         self.stop_reason, most = self.budget.call(self.output, completes, capped)
         if self.stop_reason is not None:
             return None
+        until: Until = "close" if capped else "complete" if completes else "terminal"
         self._correction = CorrectionRound(
-            self.output, self._hand_back, completes=completes, index=len(self.rounds), most=most
+            self.output, self._hand_back, until, len(self.rounds), most
         )
         return self._correction.call(self.schema.target_grammar(self.output), self.options)
 

@@ -1243,8 +1243,8 @@ def test_a_reply_that_ended_just_after_its_slip_is_finished_by_the_target() -> N
     """The API's reply ended (`}`) a few characters after what the run had to change (a required
     key it left out), and the correction did not reach them: the API has said all it means to,
     and asked again a weak model restarts its answer (`"occupation": {"name": ...`, seen with
-    SmolLM2 through llama.cpp's server). The target finishes the text, in one API call. Before,
-    the API was asked again."""
+    SmolLM2 through llama.cpp's server). The target finishes the text, in one API call, closing
+    from its first token (a finish is no document of its own). Before, the API was asked again."""
     schema = {
         "type": "object",
         "properties": {"name": {"type": "string"}, "job": {"type": "string"}},
@@ -1252,13 +1252,15 @@ def test_a_reply_that_ended_just_after_its_slip_is_finished_by_the_target() -> N
         "additionalProperties": False,
     }
     api = ScriptedAPI("", drafts=['{"name": "Ann"}'])
-    result = run(api, schema, ScriptedTarget('"', 'Pilot"}'))
+    target = ScriptedTarget('"', 'Pilot"}')
+    result = run(api, schema, target)
     assert (result.text, result.valid, result.api_calls) == (
         '{"name": "Ann", "job": "Pilot"}',
         True,
         1,
     )
     assert [r.kind for r in result.trace.rounds] == ["draft", "correction", "completion"]
+    assert [until for _, until in target.calls] == ["terminal", "close"]
     assert result.stop_reason == "target_completed"
 
 
@@ -1274,7 +1276,8 @@ def test_a_finish_that_needs_more_than_a_few_tokens_gets_the_whole_budget() -> N
         "additionalProperties": False,
     }
     api = ScriptedAPI("", drafts=['{"team": "Oslo"}'])
-    result = run(api, schema, ScriptedTarget("[", '{"name": "Ann"}, {"name": "Bo', '"}]}'))
+    target = ScriptedTarget("[", '{"name": "Ann"}, {"name": "Bo', '"}]}')
+    result = run(api, schema, target)
     assert (result.text, result.valid, result.api_calls) == (
         '{"team": "Oslo", "players": [{"name": "Ann"}, {"name": "Bo"}]}',
         True,
@@ -1286,6 +1289,7 @@ def test_a_finish_that_needs_more_than_a_few_tokens_gets_the_whole_budget() -> N
         "completion",
         "completion",
     ]
+    assert [until for _, until in target.calls] == ["terminal", "close", "complete"]
 
 
 ORDER = {

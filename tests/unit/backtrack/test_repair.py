@@ -531,6 +531,28 @@ def test_a_value_the_schema_refuses_is_replaced_and_the_draft_goes_on_after_it(c
     assert ("skipped", "3") in spans(result)
 
 
+@pytest.mark.parametrize("chunk", [0, 3], ids=["whole", "streamed"])
+def test_a_refused_last_value_is_replaced_and_the_draft_closes_the_object(chunk: int) -> None:
+    """Not the value and the object's `}` replaced by a line end, or by a quote, reading none of
+    the draft (two calls, `"severity": \\n\\n"high"\\n  }`): the target writes the value, and the
+    draft's line end and `}` follow it, not the target's own line end and indentation."""
+    schema = {
+        "type": "object",
+        "properties": {"title": {"type": "string"}, "severity": {"enum": ["low", "high"]}},
+        "required": ["title", "severity"],
+        "additionalProperties": False,
+    }
+    draft = '{\n  "title": "Crash",\n  "severity": 3\n}'
+    api = ScriptedAPI(draft, chunk=chunk)
+    target = ScriptedTarget('"high"\n  ')
+    result = guide(
+        providers.FunctionDrafter(api.stream if chunk else api), schema, prompt="p", target=target
+    )
+    assert result.text == draft.replace("3", '"high"')
+    assert (result.api_calls, result.corrections) == (1, 1)
+    assert spans(result)[-3:] == [("correction", '"high"'), ("skipped", "3"), ("reused", "\n}")]
+
+
 def test_a_forgotten_bracket_is_shown_as_one_insertion() -> None:
     result = repaired("json", '{"a": [1, 2, "b": 3}')
     assert spans(result) == [("draft", '{"a": [1, 2'), ("edit", "]"), ("draft", ', "b": 3}')]

@@ -39,7 +39,7 @@ def test_a_chat_reply_inside_an_open_string_is_left_out(
     assert (result.valid, result.api_calls, len(openai_server.bodies)) == (True, 2, 2)
     assert [(d.reason, d.text) for d in result.drops] == [("stray", CHAT)]
     assert result.lost_chars == len("".join(CHAT.split()))
-    assert target.calls == [(CUT, "complete")]  # finished by the target, no third call
+    assert target.calls == [(CUT, "close")]  # the target finishes and closes: no third call
 
 
 def test_a_continuation_that_leaves_the_string_is_kept(

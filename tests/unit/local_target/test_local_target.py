@@ -515,6 +515,22 @@ def test_a_long_completion_closes_after_its_first_tokens(target: Any, name: str)
     assert len(c.tokens) < 48, c.text
 
 
+@pytest.mark.parametrize("name", TARGET_IDS)
+def test_a_finish_closes_from_its_first_token(target: Any, name: str) -> None:
+    """until="close" (what an ended reply left, finished): every token after the healed ones is
+    chosen under the closing bias, where "complete" with the same budget has none in its first
+    three quarters."""
+    made = target(name)
+    session = made.session(PROMPT)
+    c = session.correct('{"a": ["', JSON, max_tokens=48, until="close")
+    assert_sound(made, JSON, '{"a": ["', c)
+    chosen = [f for f in c.flags if f != "healed"]
+    assert chosen and all(f in ("closing", "forced") for f in chosen), c.flags
+    assert c.complete, c.text
+    free = session.correct('{"a": ["', JSON, max_tokens=48, until="complete")
+    assert "closing" not in free.flags[:36], free.flags
+
+
 @pytest.mark.parametrize(
     ("max_tokens", "quarter", "window"),
     [(1, 4, 4), (12, 4, 4), (20, 5, 5), (80, 20, 20), (96, 24, 32), (128, 32, 64), (512, 32, 448)],

@@ -47,6 +47,7 @@ NUMBER: /[0-9]+/
 CASES = [
     (JSON, '{"name": "Zo', "terminal", 10),
     (JSON, '{"name": "Zoë", "n": [1, 2.', "complete", 40),
+    (JSON, '{"name": "Zoë", "n": [1, 2.', "close", 40),
     (JSON, '[{"emoji": "👩', 3, 10),
     (KEYS3, "", "complete", 60),
     (KEYS3, '{"city": "東', "terminal", 10),
@@ -57,6 +58,7 @@ CASES = [
 CASE_IDS = [
     "json-mid-token",
     "json-number",
+    "json-number-close",
     "json-emoji-3",
     "keys-empty",
     "keys-cjk",
