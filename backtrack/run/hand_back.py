@@ -35,12 +35,15 @@ class HandBack:
 
     def api_finished(self) -> bool:
         """The drafter's reply ended after its slip with nothing but closing what it had open
-        (`\\n}`, a required key left out before it): should the correction not reach that, the
-        API has said all it means to (asked again, a weak model restarts its answer:
-        `"occupation": {"name": ...`), and the target finishes the text. A reply whose rest
-        holds content (`True, "n": None}`) or stopped mid-way (`"b": 2, `) is the API's to go on."""
-        rest = "".join(self.rest.split())
-        return self.reply_ended and bool(rest) and not rest.strip(CLOSERS)
+        (`\\n}`, a required key left out before it; `42"\\n}`, the slip the correction replaced
+        skipped as a repair skips it): should the correction not reach that, the API has said
+        all it means to (asked again, a weak model restarts its answer: `"occupation": {"name":
+        ...`), and the target finishes the text. A reply whose rest holds content (`True, "n":
+        None}`) or stopped mid-way (`"b": 2, `) is the API's to go on."""
+        rest = self.rest
+        return self.reply_ended and any(
+            _only_closers(rest[skip:]) for skip in skips(rest, REPAIR_LIMITS)
+        )
 
     def kept(self, checker: Checker, written: str) -> int:
         """How much of the target's `written` text to keep: all of it where the rest goes on
@@ -122,3 +125,9 @@ def _take_back_blanks(output: Output, blanks: int, reused: str) -> None:
     checker.feed(own)
     if fits:
         output.unread(at)
+
+
+def _only_closers(text: str) -> bool:
+    """Whether `text` closes what is open and holds nothing else (blanks aside)."""
+    ink = "".join(text.split())
+    return bool(ink) and not ink.strip(CLOSERS)
