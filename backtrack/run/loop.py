@@ -101,8 +101,7 @@ class GuideLoop:
         return self.output.text
 
     def final_chars(self) -> int:
-        """How many characters of `text` are final (`trailing.final_point`); under a JSON
-        schema, less may be final before the run ends (`schema.final_limit`)."""
+        """How many characters of `text` are final (trailing.final_point; schema.final_limit)."""
         return final_point(self.output, self.schema.final_limit(self.output))
 
     def step(self) -> Step:
@@ -263,21 +262,22 @@ class GuideLoop:
     def apply_correction(self, correction: Correction) -> None:
         """Commit the target's correction (`CorrectionRound.apply`) and decide what follows."""
         round_ = self._correcting("apply_correction")
-        finished = self.options.complete_on_budget and self._hand_back.api_finished()
+        finished = self._hand_back.api_finished()
         record, reused = round_.apply(correction, self.options.min_reuse_chars)
         self._record(record)
         self._correction = None
-        self._after_correction(round_, reused)
-        if self.stop_reason is None and self._next == "draft" and not reused and finished:
+        self._after_correction(round_, bool(reused) or finished)
+        finished = finished and not reused and self.options.complete_on_budget
+        if self.stop_reason is None and self._next == "draft" and finished:
             self._api_finished = True  # the target finishes the text (HandBack.api_finished)
             self._next = "correct"
 
-    def _after_correction(self, round_: CorrectionRound, reused: str) -> None:
+    def _after_correction(self, round_: CorrectionRound, ended: bool) -> None:
         """The run ends after a completion (its text closed up where it lacks only closers), or
-        where the text is complete and nothing is left to write or the drafter had finished;
-        else the rest left after a slip is corrected next, or the API drafts on. Where a finish
-        in a few tokens left the text incomplete (a required list of objects), the target
-        completes it with its whole budget."""
+        where the text is complete and nothing is left to write or the drafter had finished
+        (`ended`: its rest reused, or only its slip and closers); else the slip left is
+        corrected next, or the API drafts on. A finish in a few tokens that left the text
+        incomplete (a required list of objects) gets the target's whole budget."""
         checker = self.output.checker
         if round_.completes and not checker.complete and self._api_finished and self._capped:
             self._capped = False
@@ -286,7 +286,7 @@ class GuideLoop:
             if not checker.complete:
                 close_up(self.output, self.schema.met)
             self.stop_reason = self.budget.completed(checker.complete)
-        elif checker.complete and (checker.stopped or (reused and self._hand_back.reply_ended)):
+        elif checker.complete and (checker.stopped or (ended and self._hand_back.reply_ended)):
             self.stop_reason = "complete"
         else:
             self._next = "correct" if self._hand_back.rest else "draft"

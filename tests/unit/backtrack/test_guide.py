@@ -153,14 +153,14 @@ CASES = {
         (2, 1),
         DOC_NAME,
     ),
-    # The slip again in the reply after the correction: a second correction, a third call (which
-    # finds the document complete and writes nothing).
+    # The slip again in the reply after the correction: a second correction, which writes the
+    # `}` the reply ended with after its slip; no third call (before, one that wrote nothing).
     "json-python-literals-habit": Case(
         "json",
         DOC_NAME,
         '{"name": "Ann", "ok": True, "n": None}',
         '{"name": "Ann", "ok": ',
-        (3, 2),
+        (2, 2),
         DOC_NAME,
         habit=_python,
     ),
@@ -1262,6 +1262,17 @@ def test_a_reply_that_ended_just_after_its_slip_is_finished_by_the_target() -> N
     assert [r.kind for r in result.trace.rounds] == ["draft", "correction", "completion"]
     assert [until for _, until in target.calls] == ["terminal", "close"]
     assert result.stop_reason == "target_completed"
+
+
+def test_a_reply_that_ended_with_its_slip_and_a_closer_is_finished_by_the_target() -> None:
+    """After its slip (`?`) the reply held only `}`, which does not fit after the correction (a
+    list it opened): the correction replaced the slip, so the API has said all, and the target
+    finishes the text, closing from its first token. Before, the API was asked again."""
+    api = ScriptedAPI('{"a": [1]}', drafts=['{"a": ?}'])
+    target = ScriptedTarget("[", "1]}")
+    result = run(api, JSON, target, **CORRECTIONS_ONLY)
+    assert (result.text, result.valid, result.api_calls) == ('{"a": [1]}', True, 1)
+    assert [until for _, until in target.calls] == ["terminal", "close"]
 
 
 def test_a_finish_that_needs_more_than_a_few_tokens_gets_the_whole_budget() -> None:
