@@ -116,10 +116,10 @@ def _with_its_line(checker: Checker, edit: Edit, rest: str, floor: int) -> Edit:
     after = _LINE_AFTER.match(tail)
     if edit.insert or not (edit.deleted or edit.skipped) or line is None or after is None:
         return edit
+    if edit.fits < after.end():
+        return edit  # the blanks after the text did not fit: the edit read none of that line end
     skip = edit.skip + after.end()
     fitting = rest[skip : edit.skip + edit.fits]
-    if edit.fits < after.end():
-        return edit
     _restore(checker, committed[: line.start()])
     fits = checker.fits(fitting)
     _restore(checker, committed)
