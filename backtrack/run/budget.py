@@ -62,12 +62,16 @@ class Budget:
         (`_thrown_away`: asked to go on, the API writes more of the same)."""
         return self.drafts_spent(rounds) or _thrown_away(rounds, output)
 
-    def target_completes(self, rounds: Sequence[Round], output: Output) -> bool:
+    def target_completes(
+        self, rounds: Sequence[Round], output: Output, settling: bool = False
+    ) -> bool:
         """The target's next call is the last: the corrections or the drafts are spent, or the
-        API is stuck on one slip (its drafts' text: the `output`'s spans)."""
+        API is stuck on one slip (its drafts' text: the `output`'s spans), or has said all; not
+        for the last of these where the call is `settling` a JSON schema (the value of a key it
+        inserted, the run's own text after it: no API call follows that)."""
         corrections = sum(1 for r in rounds if r.kind != "draft")
         spent = corrections >= self.options.max_corrections or self.drafts_spent(rounds)
-        return spent or self._said_all or _stuck(rounds, output)
+        return spent or (not settling and (self._said_all or _stuck(rounds, output)))
 
     def call(
         self, output: Output, completes: bool, api_finished: bool

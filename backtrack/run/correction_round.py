@@ -45,7 +45,7 @@ class TargetCall:
 
 
 class CorrectionRound:
-    """The correction round under way, the run's `index`-th round: a completion when it
+    """The correction round under way, the output's round: a completion when it
     completes the text (`until` "complete", the run's budget is spent; "close", finishing what an
     ended reply left), else a correction up to the next terminal, after which the last cut
     draft's rest (`hand_back`, shared with the loop) is reused."""
@@ -55,7 +55,6 @@ class CorrectionRound:
         output: Output,
         hand_back: HandBack,
         until: Until,
-        index: int,
         most: int | None = None,
     ) -> None:
         self.output = output
@@ -64,7 +63,7 @@ class CorrectionRound:
         self.completes = until != "terminal"
         self.most = most  # tokens, less than the options' budget for the round, where given
         self.kind: RoundKind = "completion" if self.completes else "correction"
-        self.index = index
+        self.index = output.round
 
     def call(self, grammar: Grammar, options: GuideOptions) -> TargetCall:
         budget = options.completion_tokens if self.completes else options.correction_tokens

@@ -32,6 +32,18 @@ class HandBack:
     rest: str = ""
     # The drafter's reply was read to its end: the rest is all of it (the drafter had finished).
     reply_ended: bool = False
+    # The rest is the run's own text after a key a JSON schema's settling inserted: the target
+    # writes the key's value, and the rest is reused after it (a completion would write it anew).
+    settled: bool = False
+
+    @classmethod
+    def after_settling(cls, rest: str | None) -> HandBack:
+        """What a JSON schema's settling cut hands back: the text after the cut (None: none)."""
+        return cls(rest or "", reply_ended=rest is not None, settled=bool(rest))
+
+    def settling(self) -> bool:
+        """Whether the next correction is the value of a key the settling inserted."""
+        return self.settled and bool(self.rest)
 
     def api_finished(self) -> bool:
         """The drafter's reply ended after its slip with nothing but closing what it had open
@@ -81,7 +93,10 @@ class HandBack:
         rest, self.rest = self.rest, ""
         checker = output.checker
         if not rest or checker.in_free_text():
-            return "", None  # nothing, or inside a string the correction opened: its content
+            # Nothing, or inside a string the correction opened: the draft's rest would be its
+            # content; the run's own text after a settled key's value waits for the value's end.
+            self.rest = rest if self.settled else ""
+            return "", None
         for skip in skips(rest, REPAIR_LIMITS):  # 0 first
             taken, reusable = _reusable(checker, rest[skip:], min_chars)
             if reusable:

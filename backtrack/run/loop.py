@@ -122,7 +122,7 @@ class GuideLoop:
         if settled is None:
             return False
         if settled.cut:
-            self._hand_back = HandBack(settled.rest or "", reply_ended=settled.rest is not None)
+            self._hand_back = HandBack.after_settling(settled.rest)
             self.stop_reason = None
             self._next = "correct"
         return True
@@ -243,15 +243,15 @@ class GuideLoop:
     def target_call(self) -> TargetCall | None:
         """The target's next correction, or None when the run ends instead: the budget is spent
         and the caller opted out of completion, or the target's context is full (Budget.call)."""
-        completes = self._api_finished or self.budget.target_completes(self.rounds, self.output)
-        capped = self._api_finished and self._capped
+        settling = self._hand_back.settling()  # its value, then the run's own text reused
+        finishing = self._api_finished and not settling
+        completes = finishing or self.budget.target_completes(self.rounds, self.output, settling)
+        capped = finishing and self._capped
         self.stop_reason, most = self.budget.call(self.output, completes, capped)
         if self.stop_reason is not None:
             return None
         until: Until = "close" if capped else "complete" if completes else "terminal"
-        self._correction = CorrectionRound(
-            self.output, self._hand_back, until, len(self.rounds), most
-        )
+        self._correction = CorrectionRound(self.output, self._hand_back, until, most)
         return self._correction.call(self.schema.target_grammar(self.output), self.options)
 
     def _correcting(self, caller: str) -> CorrectionRound:

@@ -63,6 +63,18 @@ def test_an_api_that_adds_nothing_twice_gets_no_third_call() -> None:
     assert budget.target_completes([*rounds, correction(3), draft(4, 0, cut_at=None)], NONE)
 
 
+def test_a_settled_keys_value_is_a_correction_even_where_the_api_is_stuck() -> None:
+    """Where a JSON schema's settling inserted a key with the run's own text after it, the value
+    is a correction and that text is reused: no API call follows, so a stuck API does not make
+    it a completion (which wrote the text after the key again: a playlist, 85 local tokens)."""
+    budget = Budget(GuideOptions(max_corrections=8, max_rounds=16))
+    stuck = [draft(0, 12), correction(1), draft(2, 0), correction(3), draft(4, 0)]
+    assert budget.target_completes(stuck, NONE)
+    assert not budget.target_completes(stuck, NONE, settling=True)
+    spent = Budget(GuideOptions(max_corrections=2))
+    assert spent.target_completes(stuck, NONE, settling=True)  # the caller's budget holds
+
+
 def test_spent_corrections_or_rounds_end_with_the_target() -> None:
     assert Budget(GuideOptions(max_corrections=1)).target_completes(
         [draft(0, 5), correction(1)], NONE

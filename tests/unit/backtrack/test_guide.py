@@ -1243,8 +1243,9 @@ def test_a_reply_that_ended_just_after_its_slip_is_finished_by_the_target() -> N
     """The API's reply ended (`}`) a few characters after what the run had to change (a required
     key it left out), and the correction did not reach them: the API has said all it means to,
     and asked again a weak model restarts its answer (`"occupation": {"name": ...`, seen with
-    SmolLM2 through llama.cpp's server). The target finishes the text, in one API call, closing
-    from its first token (a finish is no document of its own). Before, the API was asked again."""
+    SmolLM2 through llama.cpp's server). The target writes the value, in one API call, and the
+    reply's `}` after it is reused once the string ends. Before, the API was asked again; then
+    the target finished with a `}` of its own."""
     schema = {
         "type": "object",
         "properties": {"name": {"type": "string"}, "job": {"type": "string"}},
@@ -1259,9 +1260,10 @@ def test_a_reply_that_ended_just_after_its_slip_is_finished_by_the_target() -> N
         True,
         1,
     )
-    assert [r.kind for r in result.trace.rounds] == ["draft", "correction", "completion"]
-    assert [until for _, until in target.calls] == ["terminal", "close"]
-    assert result.stop_reason == "target_completed"
+    assert [r.kind for r in result.trace.rounds] == ["draft", "correction", "correction"]
+    assert [until for _, until in target.calls] == ["terminal", "terminal"]
+    assert ("reused", "}") in [(s.origin, s.text) for s in result.trace.spans]
+    assert result.stop_reason == "complete"
 
 
 def test_a_reply_that_ended_with_its_slip_and_a_closer_is_finished_by_the_target() -> None:

@@ -161,6 +161,21 @@ def test_a_closed_object_without_a_required_key_is_taken_as_it_stands() -> None:
     assert written_under.check(repeated).chars < len(repeated)
 
 
+def test_the_text_after_a_settled_key_waits_while_its_string_value_is_written() -> None:
+    """The target writes the inserted name's value in two corrections (its opening quote, then
+    the rest): the text after it (`}], "team": "t"}`) is reused once the string ends, not
+    dropped as a string's content and asked of the API again."""
+    draft = '{"people": [{"age": 2}], "te'
+    target = ScriptedTarget('am": "t"}', '"', 'B"')
+    result = run(TEAM_GRAMMAR, draft, target)
+    assert (result.text, result.valid) == (
+        '{"people": [{"age": 2, "name": "B"}], "team": "t"}',
+        True,
+    )
+    assert [until for _, until in target.calls][1:] == ["terminal", "terminal"]
+    assert [s.text for s in result.trace.spans if s.origin == "reused"] == ['}], "team": "t"}']
+
+
 def test_a_missing_key_in_a_nested_object_is_inserted_there() -> None:
     draft = '{"team": "t", "people": [{"name": "A", "age": 1}, {"age": 2}]}'
     result = run(TEAM_GRAMMAR, draft, ScriptedTarget('"B"'))
