@@ -262,13 +262,13 @@ class GuideLoop:
     def apply_correction(self, correction: Correction) -> None:
         """Commit the target's correction (`CorrectionRound.apply`) and decide what follows."""
         round_ = self._correcting("apply_correction")
-        finished = self._hand_back.api_finished()
+        said_all = self._hand_back.api_finished()
         record, reused = round_.apply(correction, self.options.min_reuse_chars)
         self._record(record)
         self._correction = None
-        self._after_correction(round_, bool(reused) or finished)
-        finished = finished and not reused and self.options.complete_on_budget
-        if self.stop_reason is None and self._next == "draft" and finished:
+        self._after_correction(round_, bool(reused) or said_all)
+        finishes = said_all and not reused and self.options.complete_on_budget
+        if self.stop_reason is None and self._next == "draft" and finishes:
             self._api_finished = True  # the target finishes the text (HandBack.api_finished)
             self._next = "correct"
 
