@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from backtrack.repair.conditionals import conditionals
 from backtrack.repair.fields import quoted_fields, quoted_pieces
 from backtrack.repair.inserts import end_tags, escapes, inserts
 from backtrack.repair.json_shapes import (
@@ -104,9 +105,10 @@ def candidates(
     base = len(committed)
     was_free = checker.in_free_text()
     found: list[Candidate] = []
-    for move in quoted_fields(checker, committed, rest, floor):  # backs the checker off
-        found += _candidate(checker, committed, move, rest, move[2])
-    checker.feed(committed[checker.chars :])
+    for reach in (quoted_fields, conditionals):  # reaching further back; each backs it off
+        for move in reach(checker, committed, rest, floor):
+            found += _candidate(checker, committed, move, rest, move[2])
+        checker.feed(committed[checker.chars :])
     for back in range(min(limits.max_back, base - floor) + 1):
         checker.rollback(base - back)
         deleted = committed[base - back :]

@@ -14,7 +14,7 @@ from backtrack.repair.notations import (
     END_TAG,
     LOOK_ALIKES,
     OPERATORS,
-    PHRASES,
+    REWRITES,
     WORD,
     bare_value,
     comment_at,
@@ -164,7 +164,7 @@ def _operator_inserts(checker: Checker, deleted: str, rest: str) -> list[tuple[s
             skip = len(slip) - len(deleted)
             found += [(m, skip) for m in meanings if checker.fits(m) == len(m)]
     within_word = word_at(checker.text[-1:]) == 1  # a phrase starts a word
-    for phrase, meaning in PHRASES:
+    for phrase, meaning in REWRITES:
         match = phrase.match(text)
         if match is not None and len(deleted) <= match.end() and not within_word:
             phrased = written(match, meaning)

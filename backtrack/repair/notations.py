@@ -11,6 +11,8 @@ import json
 import re
 from collections.abc import Callable
 
+from backtrack.repair.conditionals import conditional_forms
+
 QUOTES = "'`\u2018\u2019\u201c\u201d"  # quotes of other kinds than the double quote
 WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
@@ -117,6 +119,17 @@ PHRASES: tuple[tuple[re.Pattern[str], Meaning], ...] = (
     (re.compile(r"htmlFor="), "for="),
     (re.compile(r"\{\{([^{}]*)\}\}"), _css),
 )
+# Phrases of other dialects that the grammar's notation writes elsewhere, and what it writes
+# there: deleted where the API wrote them (a candidate at no cost, as PHRASES are), their
+# meaning placed at the first point after which the whole text is complete (backtrack.run.moves).
+MOVES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"TOP\s+(\d+)\s+", re.I), r"LIMIT \1"),
+)
+# Each phrase of another dialect and how the grammar writes it where the API wrote it.
+REWRITES: tuple[tuple[re.Pattern[str], Meaning], ...] = (
+    *PHRASES,
+    *((move, "") for move, _ in MOVES),
+)
 
 
 def spaced(before: str, operator: str, after: str) -> str:
@@ -142,13 +155,20 @@ _OPERATOR_SYNONYMS = frozenset((slip, meant) for slip, all in OPERATORS.items() 
 
 
 def rewritten(text: str) -> str | None:
-    """How the grammar's notation writes `text` when it is another dialect's phrase as a whole;
-    None otherwise."""
-    for phrase, meaning in PHRASES:
+    """How the grammar's notation writes `text` when it is another dialect's phrase as a whole
+    (one of MOVES: nothing, where it stands); None otherwise."""
+    for phrase, meaning in REWRITES:
         match = phrase.fullmatch(text)
         if match is not None:
             return written(match, meaning)
     return None
+
+
+def moved(removed: str, inserted: str) -> str | None:
+    """What the grammar writes elsewhere for `removed`, one of MOVES as a whole, deleted (nothing
+    `inserted`); None otherwise."""
+    matches = [(move.fullmatch(removed), there) for move, there in MOVES] if not inserted else []
+    return next((match.expand(there) for match, there in matches if match is not None), None)
 
 
 CONTEXT = 32  # characters each side of an edit that its scoring reads (changes_words, flips_tag)
@@ -175,7 +195,8 @@ def quote_count(text: str) -> int:
 def distance(removed: str, inserted: str) -> int:
     """The edit distance; a known synonym of another language counts as one edit, and so does a
     quoted text in the quotes the grammar takes (or a quoted name bare); a known operator of
-    another notation or a phrase of another dialect (SQL, JSX) counts as none."""
+    another notation, a phrase of another dialect (SQL, JSX) or another notation's conditional
+    (backtrack.repair.conditionals) counts as none."""
     if (removed.strip().lower(), inserted.strip().lower()) in _SYNONYMS:
         return 1
     if requoted(removed) == (len(removed), inserted) or quoted_name(removed + ":") == (
@@ -183,7 +204,7 @@ def distance(removed: str, inserted: str) -> int:
         inserted,
     ):
         return 1
-    if rewritten(removed) == inserted:
+    if rewritten(removed) == inserted or inserted in conditional_forms(removed):
         return 0
     if (removed, inserted) in _OPERATOR_SYNONYMS:
         return 0

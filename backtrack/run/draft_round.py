@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from backtrack.run.draft import DraftReader
+from backtrack.run.moves import place_moves
 from backtrack.run.trailing import drop_final_blanks, is_trailing
 from backtrack.trace.record import Round, RoundEnd
 from providers.errors import ProviderError, redact
@@ -126,6 +127,8 @@ class DraftRound:
         elif reader.cut:
             output.add(rest, "rejected")
         output.drop(closing, "fence")
+        if output.moves and checker.complete and (trailing or not reader.cut):
+            reader.repairs += place_moves(output)
         return ReplyEnd(reason, reader.cut, rest, closing, trailing, cut_at, expected)
 
     def close(

@@ -71,7 +71,7 @@ def forgotten_closer(checker: Checker, start: int) -> tuple[int, str] | None:
             blank = (at + len(content), indent)
         elif stack and last_end is not None and _breaks(stack[-1], indent, body, own_lines):
             place = _place(stack[-1], last_end, blank, at, own_lines)
-            return place if _completes(checker, *place) else None
+            return place if completes_with(checker, *place) else None
         elif _read(body, content[:indent], stack):
             last_end, blank = at + len(content.rstrip(" \t")), None
         else:
@@ -122,7 +122,7 @@ def _read(body: str, indentation: str, stack: list[_Open]) -> bool:
     return True
 
 
-def _completes(checker: Checker, at: int, insert: str) -> bool:
+def completes_with(checker: Checker, at: int, insert: str) -> bool:
     """Whether the text with `insert` at character `at` is the grammar's, complete; the checker
     is left at the text it holds."""
     text = checker.text

@@ -14,7 +14,9 @@ import logging
 from typing import TYPE_CHECKING
 
 from backtrack.repair.candidates import RepairLimits
+from backtrack.repair.conditionals import conditional_pieces
 from backtrack.repair.fields import quoted_pieces
+from backtrack.repair.notations import moved
 from backtrack.run.context import ContextRoom
 from backtrack.trace.record import Drop, DropReason, Origin, Repair, Span
 from backtrack.trace.spans import SpanLog
@@ -44,6 +46,9 @@ class Output:
         self.passed = 0
         # None of the text past this is final yet (a continuation inside a string: stray_reply).
         self.hold: int | None = None
+        # Phrases a repair deleted whose meaning goes further on (backtrack.run.moves): where
+        # each was deleted, and what the grammar writes for it there.
+        self.moves: list[tuple[int, str]] = []
 
     @property
     def text(self) -> str:
@@ -72,7 +77,7 @@ class Output:
         """The text from character `at` on goes (shown as deleted); a repair may reach back to
         `at` again."""
         self.log.retract(self.checker.chars - at)
-        self.checker.rollback(at)
+        self._rollback(at)
         self.edit_end = min(self.edit_end, at)
 
     def unread(self, start: int) -> None:
@@ -80,14 +85,14 @@ class Output:
         the trace (the caller shows it as dropped), and the checker is no longer at a cut."""
         if start < self.checker.chars:
             self.log.retract(self.checker.chars - start, shown=False)
-        self.checker.rollback(start)
+        self._rollback(start)
 
     def delete(self, start: int, end: int) -> None:
         """Characters `start` to `end` go (shown as deleted), and the text after them is read
         again: it must fit where they were."""
         tail = self.text[end:]
         self.log.delete(start, end)
-        self.checker.rollback(start)
+        self._rollback(start)
         if self.checker.feed(tail) != len(tail):
             raise RuntimeError("the text after a deletion does not fit where it was")
         self.edit_end = min(self.edit_end, start)
@@ -101,6 +106,7 @@ class Output:
         if self.checker.feed(text + tail) != len(text) + len(tail):
             raise RuntimeError("the text after an insertion does not fit after it")
         self.edit_end = at + len(text)
+        self.moves = [(w + len(text) * (w > at), there) for w, there in self.moves]
         return Repair(at, "", "", text, len(tail))
 
     def make(self, edit: Edit) -> Repair:
@@ -109,8 +115,10 @@ class Output:
         checker = self.checker
         at = checker.chars - edit.back
         # An insertion further back (`]` before `, "b"`) reads the backed-off text again: it is
-        # moved, not deleted. So is a field quoted whole: the API's text in it is its own.
-        quoted = quoted_pieces(edit.deleted + edit.skipped, edit.insert)
+        # moved, not deleted. So is a field quoted whole, or a conditional in the grammar's form:
+        # the API's text in it is its own.
+        removed = edit.deleted + edit.skipped
+        quoted = quoted_pieces(removed, edit.insert) or conditional_pieces(removed, edit.insert)
         reread = edit.deleted if edit.deleted and edit.insert.endswith(edit.deleted) else ""
         self.log.retract(edit.back, shown=not (reread or quoted))
         checker.rollback(at)
@@ -123,6 +131,9 @@ class Output:
         else:
             self._moved(edit, inserted, reread)
         self.edit_end = checker.chars
+        there = moved(removed, edit.insert)
+        if there is not None:
+            self.moves.append((checker.chars, there))
         deleted = "" if reread else edit.deleted
         logger.debug(
             "repair at character %d: %d deleted, %d skipped, %d inserted; %d characters fit",
@@ -133,6 +144,11 @@ class Output:
             edit.fits,
         )
         return Repair(at, deleted, edit.skipped, inserted, edit.fits)
+
+    def _rollback(self, at: int) -> None:
+        """The text goes back to its first `at` characters, and the moves of repairs past them."""
+        self.checker.rollback(at)
+        self.moves = [(where, there) for where, there in self.moves if where <= at]
 
     def _moved(self, edit: Edit, inserted: str, reread: str) -> None:
         """The spans of an edit that inserts `inserted` and reads `reread` (backed off) again:

@@ -46,8 +46,10 @@ class SpanLog:
 
     def insert(self, at: int, text: str, origin: Origin, round_: int) -> None:
         """A span of `origin` goes in before output character `at` (which another span holds),
-        where it is: the spans around it stay in their places."""
+        where it is, or after the output's last character: the spans around it stay in their
+        places."""
         spans: list[Span] = []
+        last, total = 0, 0  # after the last output span; the output's length
         for span, first, end in self._placed():
             if first <= at < end:
                 before, after = span.text[: at - first], span.text[at - first :]
@@ -56,7 +58,11 @@ class SpanLog:
                 at = -1  # placed
             else:
                 spans.append(span)
-        if at >= 0:
+            if span.origin in OUTPUT_ORIGINS:
+                last, total = len(spans), end
+        if at == total:
+            spans.insert(last, Span(text, origin, round_))
+        elif at >= 0:
             raise RuntimeError("an insertion past the output's end")
         self._spans[:] = spans
 

@@ -134,6 +134,20 @@ SLIPS = [
         "SELECT a FROM t ORDER BY a LIMIT 5;",
     ),
     ("sqlite", "SELECT price::integer AS p FROM t;", "SELECT CAST(price AS integer) AS p FROM t;"),
+    # A phrase of another dialect that SQLite writes elsewhere: `TOP 5` is `LIMIT 5`, at the end.
+    (
+        "sqlite",
+        "SELECT TOP 5 name, total\nFROM orders\nORDER BY total DESC;",
+        "SELECT name, total\nFROM orders\nORDER BY total DESC LIMIT 5;",
+    ),
+    # Another notation's conditional (`c ? a : b`), in the grammar's form.
+    ("python_expr", "y = x > 0 ? x : -x\nz = 1", "y = x if x > 0 else -x\nz = 1"),
+    ("python_expr", "f(a, n % 2 == 0 ? a[0] : b)", "f(a, a[0] if n % 2 == 0 else b)"),
+    (
+        "sqlite",
+        "SELECT score > 50 ? 'pass' : 'fail' AS r FROM t;",
+        "SELECT CASE WHEN score > 50 THEN 'pass' ELSE 'fail' END AS r FROM t;",
+    ),
     # A slip early in the answer, not a preamble: the answer starts at the reply's start.
     ("python_expr", "x = 1; y = 2; z = x + y", "x = 1\ny = 2\nz = x + y"),
     ("sqlite", "-- all\n# rows\nSELECT a FROM t;", "-- all\n-- rows\nSELECT a FROM t;"),
@@ -156,6 +170,42 @@ def test_a_slip_is_repaired_with_one_call(
     assert (result.valid, result.api_calls, result.corrections) == (True, 1, 0)
     assert result.repairs >= 1
     assert "".join(s.text for s in result.trace.spans if s.origin in OUTPUT_ORIGINS) == expected
+
+
+@pytest.mark.parametrize("chunk", [0, 3], ids=["whole", "streamed"])
+def test_a_phrase_written_elsewhere_goes_to_the_first_place_that_completes_its_own_query(
+    chunk: int,
+) -> None:
+    """Each `TOP n` goes where its own query ends (a subquery's in the subquery, not past its
+    `)`; not in a quote), once the reply is over; after the answer, not after prose dropped."""
+    draft = "SELECT TOP 5 a FROM t WHERE s = ')' AND b IN (SELECT TOP 2 b FROM u) ORDER BY a;"
+    result = repaired("sqlite", draft, chunk=chunk)
+    assert result.text == (
+        "SELECT a FROM t WHERE s = ')' AND b IN (SELECT b FROM u LIMIT 2) ORDER BY a LIMIT 5;"
+    )
+    assert [s.text for s in result.trace.spans if s.origin == "edit"] == [" LIMIT 2", " LIMIT 5"]
+    assert (result.api_calls, result.corrections, result.repairs) == (1, 0, 4)
+    result = repaired("sqlite", "SELECT TOP 3 a FROM t\n\nThis lists three.", chunk=chunk)
+    assert (result.text, result.stop_reason) == ("SELECT a FROM t LIMIT 3\n", "trailing_dropped")
+
+
+def test_a_conditional_of_another_notation_is_the_apis_own_text_in_the_grammars_order() -> None:
+    """The condition and branches are the API's (kept, shown as draft); only the form's keywords
+    are the edit's. Where a branch runs on past where it may end, each end is tried: SQL's
+    `'fail' AS r` ends after `'fail'`."""
+    result = repaired("python_expr", "label = n >= 10 ? 'many' : 'few'\n")
+    assert spans(result) == [
+        ("draft", "label = "),
+        ("draft", "'many'"),
+        ("edit", " if "),
+        ("draft", "n >= 10"),
+        ("edit", " else "),
+        ("draft", "'few'\n"),
+    ]
+    assert result.kept == 1.0
+    # Not a conditional: JavaScript's `??`, or a `?` with no second branch.
+    for draft in ("y = a ?? b : c\n", "y = a ? b\n"):
+        assert " if " not in repaired("python_expr", draft).text
 
 
 # Slips in grammars the project does not ship (benchmarks/corpora/unseen.py), each repaired with
