@@ -1,8 +1,9 @@
 """The reading of one draft round's reply into the output (backtrack.run.output), chunk by chunk.
 
-Before anything is committed, a reasoning block is skipped (backtrack.run.reasoning) and the
-answer's start sought (backtrack.run.answer_start); in a fenced reply, the answer ends at its
-closing fence (backtrack.run.fence). Each piece of the answer is checked: what fits is committed;
+Before anything is committed, a reasoning block is skipped and a JSON envelope's string read as
+the answer's text (backtrack.run.reply_start), and the answer's start is sought
+(backtrack.run.answer_start); in a fenced reply, the answer ends at its closing fence
+(backtrack.run.fence). Each piece of the answer is checked: what fits is committed;
 at the first character that does not (the cut), the reply is read on for a window, and the best
 repair after which the draft fits again is made (backtrack.repair.search), or the draft ends at
 the cut and the rest is kept, rejected, for the loop to decide on.
@@ -22,7 +23,7 @@ from backtrack.run.fence import ClosingFence
 from backtrack.run.output import REPAIR_LIMITS
 from backtrack.run.prose import commentary
 from backtrack.run.read_ahead import ReadAhead
-from backtrack.run.reasoning import ReasoningBlock
+from backtrack.run.reply_start import ReplyStart
 from backtrack.run.stray_reply import feed_watching, watch
 from backtrack.run.trailing import (
     READ_ON_LIMITS,
@@ -82,7 +83,7 @@ class DraftReader:
         self.cut = False
         # While nothing is committed: a `<think>` block to skip, then where does the answer start?
         first = not output.text
-        self.reasoning = ReasoningBlock() if first else None
+        self.start = ReplyStart(output, grammar) if first else None
         limit = preamble_limit(options)
         self.seeker = AnswerStart(grammar, limit=limit, echo=echo) if first else None
         self.stripped_shown = 0  # how much of the stream's stripped text the trace shows already
@@ -119,20 +120,21 @@ class DraftReader:
 
     def finish(self, finish_reason: str, stripped: str, reasoning: str = "") -> str:
         """The reply is over, for the provider's `finish_reason`: what is still held back is read
-        (a reasoning block never closed, a reply whose answer start was not decided, a fence's
-        possible start, the read-ahead of a repair). Returns why the draft ended: "stop" at a
-        closing fence (as if the drafter had stopped there), "length" over budget."""
+        (a reasoning block never closed, an undecided answer start, a fence's possible start, a
+        repair's read-ahead). Returns why the draft ended: "stop" at a closing fence or a JSON
+        envelope's end (as if the drafter had stopped there), "length" over budget."""
         self._note(stripped, reasoning)
         if self.over_budget:
             finish_reason = "length"
-        if self.reasoning is not None:  # a block never closed: the text as it came
-            held, self.reasoning = self.reasoning.finish(), None
-            self._receive(held)
+        if self.start is not None and (held := self.start.finish()):
+            self._answer(held)
         if self.seeker is not None:
             self._seek_start(self.seeker.finish(), final=True)
         if self.fence is not None and self.closing is None:
             held, self.closing = self.fence.flush()  # what was kept back, or a glued fence
             self._take(held)
+        if self.start is not None and self.start.end is not None:  # the answer is over
+            self.closing = (self.closing or "") + self.start.end
         reason = "stop" if self.closing is not None else finish_reason
         while self.read_ahead is not None:  # the reply ended while a repair was being read for
             self._repair(final=reason == "stop")
@@ -146,10 +148,8 @@ class DraftReader:
 
     def drop_unread(self) -> None:
         """A failed attempt's text, received before its answer was found, goes unread."""
-        if self.reasoning is not None:
-            self.output.drop(self.reasoning.held, "unread")
-        if self.seeker is not None:
-            self.output.drop(self.seeker.text, "unread")
+        sought = self.seeker.text if self.seeker is not None else ""
+        self.output.drop((self.start.held if self.start is not None else "") + sought, "unread")
 
     def _note(self, stripped: str, reasoning: str) -> None:
         """The trace shows the reasoning the API sent apart from the answer (never checked), and
@@ -165,17 +165,18 @@ class DraftReader:
         self.stripped_shown = max(self.stripped_shown, len(stripped))
 
     def _receive(self, chunk: str) -> bool:
-        """The reply's next piece: past a reasoning block, to the seeker while the answer's start
-        is sought; else, in a fenced reply, split at the closing fence, after which nothing is
-        answer text (it goes to `closing`, and the stream is closed)."""
-        if self.reasoning is not None:
-            chunk = self.reasoning.skip(chunk)
-            if not self.reasoning.done:
-                return True
-            self.output.drop(self.reasoning.block, "reasoning")
-            self.reasoning = None
-            if not chunk:
-                return True
+        """The reply's next piece, past what may come before the answer's text (reply_start: the
+        stream is closed at a JSON envelope's end), on as the answer's (`_answer`)."""
+        start = self.start
+        if start is not None:
+            chunk = start.read(chunk)
+        more = self._answer(chunk) if chunk else True
+        return more and (start is None or start.end is None)
+
+    def _answer(self, chunk: str) -> bool:
+        """The answer's next piece: to the seeker while the answer's start is sought; else, in a
+        fenced reply, split at the closing fence, after which nothing is answer text (it goes
+        to `closing`, and the stream is closed)."""
         if self.seeker is not None:
             return self._seek_start(self.seeker.seek(chunk), final=False)
         if self.closing is not None:
@@ -204,7 +205,7 @@ class DraftReader:
         self.output.drop(skipped, "preamble" if commentary(skipped) else "before_answer")
         if self.fence is None:
             self.fence = ClosingFence.after_preamble(received[:start])
-        return self._receive(received[start:]) if received[start:] else True
+        return self._answer(received[start:]) if received[start:] else True
 
     def _take(self, chunk: str) -> bool:
         """Check the answer's next piece: commit what fits (up to what the target's context takes:

@@ -30,12 +30,12 @@ OUTPUT_ORIGINS: frozenset[str] = frozenset(
 TARGET_ORIGINS: frozenset[str] = frozenset({"correction", "healed", "forced"})
 
 DropReason = Literal[
-    "preamble",  # before the answer: "Here is the JSON:", a fence opening
+    "preamble",  # before the answer: "Here is the JSON:", a fence opening, `{"sql": "`
     "before_answer",  # before where the answer was found, not reading as prose: maybe answer text
     "reasoning",  # a reasoning model's `<think> ... </think>` block, or what the API sent as
     # reasoning apart from the answer (`reasoning_content`, Anthropic `thinking` blocks)
     "trailing",  # after a complete answer: prose, the blanks before it
-    "fence",  # the closing fence of a fenced answer
+    "fence",  # the closing fence of a fenced answer, or the end of a JSON envelope's string
     "repeat",  # the API writing again what was committed (its alignment removed it)
     "unread",  # a failed attempt's text, received before its answer was found
     "stray",  # a continuation that never left the string it began in (a chat reply read as its
