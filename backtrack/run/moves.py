@@ -3,9 +3,10 @@ name FROM t` is SQLite's `SELECT name FROM t LIMIT 5`. A repair deletes it where
 (backtrack.repair.notations.MOVES), and once the reply is over and the text complete, what the
 grammar writes for it goes to the first place after that where the whole text is complete with
 it: in the brackets the phrase was in (a subquery's `TOP` goes in its subquery), after a word,
-before a blank, a `;`, a closer or the end. Not where the text was passed on
-as it came (`on_text`); where no such place is, it is not written, and the deleted phrase
-counts as lost (`GuideResult.lost_chars`).
+before a blank, a `;`, a closer or the end; not where the text was passed on as it came
+(`on_text`); and only where the grammar does not take it where the phrase stood (`SELECT LIMIT
+5` is no SQL: in free text, no place would tell). Where no place is found, it is not written,
+and the deleted phrase counts as lost (`GuideResult.lost_chars`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from backtrack.run.layout import completes_with
 if TYPE_CHECKING:
     from backtrack.run.output import Output
     from backtrack.trace.record import Repair
+    from grammars import Checker
 
 MAX_REACH = 1024  # characters after the deletion that a move's place is looked for in
 _OPENERS, _CLOSERS, _QUOTES = "([{", ")]}", "'\"`"
@@ -29,10 +31,22 @@ def place_moves(output: Output) -> list[Repair]:
     placed = []
     while output.moves:
         where, there = output.moves.pop(0)
+        if _fits_at(output.checker, where, there):
+            continue  # free text, not a grammar that writes it elsewhere: no place tells
         at = _place(output, max(where, output.passed), " " + there)
         if at is not None:
             placed.append(output.insert(at, " " + there))
     return placed
+
+
+def _fits_at(checker: Checker, at: int, text: str) -> bool:
+    """Whether the grammar takes `text` at character `at`, where the phrase stood; the checker
+    is left at the text it holds."""
+    held = checker.text
+    checker.rollback(at)
+    fits = checker.fits(text) == len(text)
+    checker.feed(held[at:])
+    return fits
 
 
 def _place(output: Output, start: int, insert: str) -> int | None:
