@@ -108,13 +108,11 @@ def _condition_start(line: str) -> int | None:
     `;`, `:`, opening bracket not closed, or `return`-like keyword, and the blanks after it;
     None where a bracket closes that it did not open, a quote is left open, or nothing is left."""
     starts = [0]  # where an expression starts, at each bracket level open
-    quote = ""
+    quoted, left_open = _quoted(line)
     for at, char in enumerate(line):
-        if quote:
-            quote = "" if char == quote and line[at - 1] != "\\" else quote
-        elif char in _QUOTES:
-            quote = char
-        elif char in _OPENERS:
+        if quoted[at]:
+            continue
+        if char in _OPENERS:
             starts.append(at + 1)
         elif char in _CLOSERS:
             if len(starts) == 1:
@@ -122,13 +120,26 @@ def _condition_start(line: str) -> int | None:
             starts.pop()
         elif char in ",;:" or (char == "=" and _assigns(line, at)):
             starts[-1] = at + 1
-    if quote:
+    if left_open:
         return None
     start = starts[-1]
     keywords = list(_KEYWORD.finditer(line, start))
     start = keywords[-1].end() if keywords else start
     start += len(line[start:]) - len(line[start:].lstrip())
     return start if start < len(line) else None
+
+
+def _quoted(text: str) -> tuple[list[bool], bool]:
+    """For each character of `text`, whether it is in a quoted text (its opening quote, but not
+    its closing one, which ends a word); and whether a quote is left open."""
+    quoted, quote = [], ""
+    for at, char in enumerate(text):
+        if quote:
+            quote = "" if char == quote and text[at - 1] != "\\" else quote
+        elif char in _QUOTES:
+            quote = char
+        quoted.append(bool(quote))
+    return quoted, bool(quote)
 
 
 def _assigns(line: str, at: int) -> bool:
@@ -148,13 +159,11 @@ def _branches(text: str) -> tuple[int, list[int]] | None:
     words (SQL's `'fail' AS result` ends after `'fail'`) before a bracket it did not open, a `,`
     or `;` outside brackets, its line's end or the text's end."""
     colon, ends = None, []
-    depth, quote = 0, ""
+    depth, quoted = 0, _quoted(text)[0]
     for at, char in enumerate(text):
-        if quote:
-            quote = "" if char == quote and text[at - 1] != "\\" else quote
-        elif char in _QUOTES:
-            quote = char
-        elif char in _OPENERS:
+        if quoted[at]:
+            continue
+        if char in _OPENERS:
             depth += 1
         elif char in _CLOSERS and depth:
             depth -= 1
@@ -162,7 +171,7 @@ def _branches(text: str) -> tuple[int, list[int]] | None:
             break
         elif char == ":" and not depth and colon is None:
             colon = at
-        if colon is not None and not depth and not quote and _word_ends(text, at, colon):
+        if colon is not None and not depth and _word_ends(text, at, colon):
             ends.append(at + 1)
     if colon is None or not text[:colon].strip() or not ends:
         return None
