@@ -81,7 +81,8 @@ class DraftReader:
         self.rest: list[str] = []  # rejected text after the cut
         self.begun: int = retry_of.begun if retry_of else len(output.text)  # the answer's end then
         self.cut = False
-        # While nothing is committed: a `<think>` block to skip, then where does the answer start?
+        # While nothing is committed: a `<think>` block to skip and a JSON envelope to read the
+        # answer out of, then where does the answer start?
         first = not output.text
         self.start = ReplyStart(output, grammar) if first else None
         limit = preamble_limit(options)

@@ -33,7 +33,7 @@ def place_moves(output: Output) -> list[Repair]:
         where, there = output.moves.pop(0)
         if _fits_at(output.checker, where, there):
             continue  # free text, not a grammar that writes it elsewhere: no place tells
-        at = _place(output, max(where, output.passed), " " + there)
+        at = _place(output, where, " " + there)
         if at is not None:
             placed.append(output.insert(at, " " + there))
     return placed
@@ -50,9 +50,9 @@ def _fits_at(checker: Checker, at: int, text: str) -> bool:
 
 
 def _place(output: Output, start: int, insert: str) -> int | None:
-    """The first character at or after `start` (within MAX_REACH), in the brackets the phrase
-    was in (not in a bracket or a quote opened after it), that ends a word, where the text with
-    `insert` there is complete; None where there is none."""
+    """The first character at or after `start` (within MAX_REACH) and after the text passed on,
+    in the brackets the phrase was in (not in a bracket or a quote opened after it), that ends a
+    word, where the text with `insert` there is complete; None where there is none."""
     text = output.text
     depth, quote = 0, ""
     for at in range(start, min(len(text), start + MAX_REACH) + 1):
@@ -69,6 +69,7 @@ def _place(output: Output, start: int, insert: str) -> int | None:
                 return None  # the brackets the phrase was in are closed
         after = text[at : at + 1]
         at_word_end = before and not before.isspace() and (not after or after in _BEFORE)
-        if not depth and not quote and at_word_end and completes_with(output.checker, at, insert):
+        free = not depth and not quote and at >= output.passed
+        if free and at_word_end and completes_with(output.checker, at, insert):
             return at
     return None
