@@ -91,3 +91,12 @@ def test_an_answer_in_a_json_string_comes_decoded_through_the_openai_sdk(
     )
     assert reply.choices[0].message.content == SQL
     assert (reply.guide_result.api_calls, len(openai_server.bodies)) == (1, 1)
+
+
+@pytest.mark.parametrize("chunk", [1, 4, 10**6])
+def test_what_is_no_json_escape_stays_as_written(chunk: int) -> None:
+    """A lone half of a surrogate pair and `\\x` are no character JSON can mean: written as they
+    came, the rest decoded around them."""
+    reply = '{"sql": "SELECT \'\\ud83d\', \'\\x41\', \'\\u00e9\';"}'
+    result = guided("sqlite", reply, chunk)
+    assert result.text == "SELECT '\\ud83d', '\\x41', 'é';"
