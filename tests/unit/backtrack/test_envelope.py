@@ -97,6 +97,6 @@ def test_an_answer_in_a_json_string_comes_decoded_through_the_openai_sdk(
 def test_what_is_no_json_escape_stays_as_written(chunk: int) -> None:
     """A lone half of a surrogate pair and `\\x` are no character JSON can mean: written as they
     came, the rest decoded around them."""
-    reply = '{"sql": "SELECT \'\\ud83d\', \'\\x41\', \'\\u00e9\';"}'
+    reply = "{\"sql\": \"SELECT '\\ud83d', '\\x41', '\\u00e9';\"}"
     result = guided("sqlite", reply, chunk)
     assert result.text == "SELECT '\\ud83d', '\\x41', 'é';"
