@@ -189,9 +189,7 @@ def test_a_phrase_written_elsewhere_goes_to_the_first_place_that_completes_its_o
     assert (result.text, result.stop_reason) == ("SELECT a FROM t LIMIT 3\n", "trailing_dropped")
 
 
-def test_a_phrase_is_not_written_elsewhere_where_the_grammar_takes_its_meaning_in_its_place() -> (
-    None
-):
+def test_a_phrase_is_not_moved_where_the_grammar_takes_its_meaning_in_its_place() -> None:
     """There the grammar is no dialect that writes it elsewhere (`LIMIT 5` is an item anywhere
     here, as free text would be): `TOP 5` is deleted, and `LIMIT 5` not put after the next word."""
     grammar = Grammar.from_lark(
@@ -204,8 +202,8 @@ def test_a_phrase_is_not_written_elsewhere_where_the_grammar_takes_its_meaning_i
 
 def test_a_conditional_of_another_notation_is_the_apis_own_text_in_the_grammars_order() -> None:
     """The condition and branches are the API's (kept, shown as draft); only the form's keywords
-    are the edit's. Where a branch runs on past where it may end, each end is tried: SQL's
-    `'fail' AS r` ends after `'fail'`."""
+    are the edit's (where a branch may end is the grammar's to say: SQL's `'fail' AS r` ends
+    after `'fail'`, a case of SLIPS)."""
     result = repaired("python_expr", "label = n >= 10 ? 'many' : 'few'\n")
     assert spans(result) == [
         ("draft", "label = "),
