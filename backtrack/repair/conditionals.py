@@ -86,15 +86,18 @@ def conditional_pieces(removed: str, insert: str) -> list[tuple[str, bool]] | No
 
 def _forms(upper: bool | None) -> tuple[str, ...]:
     """The forms, SQL's in capitals (`upper`), in small letters, or both (None)."""
-    sql = [_SQL_FORM] * (upper is not False) + [_SQL_FORM.lower()] * (not upper)
-    return (*_FORMS, *sql)
+    if upper is None:
+        return (*_FORMS, _SQL_FORM, _SQL_FORM.lower())
+    return (*_FORMS, _SQL_FORM if upper else _SQL_FORM.lower())
 
 
 def _parts(removed: str) -> tuple[str, str, str] | None:
     """(condition, first branch, second branch) of `removed` when it is one whole conditional."""
     question = removed.find("?")
     match = _QUESTION.match(removed, question) if question > 0 else None
-    after = removed[match.end() :] if match is not None else ""
+    if match is None:
+        return None  # no `?` after a condition (every candidate scored asks: the common case)
+    after = removed[match.end() :]
     branches = _branches(after)
     if branches is None or branches[1][-1] != len(after):
         return None

@@ -60,10 +60,17 @@ class CorrectionRound:
         self.output = output
         self.hand_back = hand_back
         self.until = until
-        self.completes = until != "terminal"
         self.most = most  # tokens, less than the options' budget for the round, where given
-        self.kind: RoundKind = "completion" if self.completes else "correction"
         self.index = output.round
+
+    @property
+    def completes(self) -> bool:
+        """Whether the round completes the text (a completion), not up to the next terminal."""
+        return self.until != "terminal"
+
+    @property
+    def kind(self) -> RoundKind:
+        return "completion" if self.completes else "correction"
 
     def call(self, grammar: Grammar, options: GuideOptions) -> TargetCall:
         budget = options.completion_tokens if self.completes else options.correction_tokens

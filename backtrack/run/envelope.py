@@ -44,7 +44,7 @@ class JsonEnvelope:
         self._held = ""  # the reply's text not handed on yet
         self._state: Literal["opening", "probing", "inside", "done"] = "opening"
         self.opening = ""  # the envelope's opening, once taken
-        self.opened = ""  # the same, until the trace shows it
+        self._shown = False  # the opening was handed to the trace (`opened`)
         self.end: str | None = None  # the reply from the string's closing quote on, once there
 
     @property
@@ -80,8 +80,15 @@ class JsonEnvelope:
                 self._held = self.opening + self._held
                 self.opening = ""
                 return self._release()
-            self._state, self.opened = "inside", self.opening
+            self._state = "inside"
         return self._decode()
+
+    def opened(self) -> str:
+        """The envelope's opening, once it is taken and the first time asked (for the trace)."""
+        if self._state != "inside" or self._shown:
+            return ""
+        self._shown = True
+        return self.opening
 
     def finish(self) -> str:
         """The reply is over: what is still held, as it came where no envelope was taken."""

@@ -51,6 +51,5 @@ class ReplyStart:
 
     def _shown(self, text: str) -> str:
         """`text`, once the trace shows the envelope's opening (where the reply starts)."""
-        self.output.drop(self.envelope.opened, "preamble")
-        self.envelope.opened = ""
+        self.output.drop(self.envelope.opened(), "preamble")
         return text
