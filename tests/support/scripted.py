@@ -12,8 +12,12 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import providers
+from backtrack import GuideResult, guide
 from grammars import Grammar
 from local_target.correction import Correction
+
+NO_CORRECTIONS = {"max_corrections": 0, "complete_on_budget": False}
 
 Failure = Callable[[int], "tuple[int, BaseException] | None"]
 """`fail(call)`: None, or (chunks, error): call `call` raises `error` after that many chunks."""
@@ -159,3 +163,17 @@ class ScriptedTarget:
             forward_passes=1,
             runs=(("sampled", new),) if new else (),
         )
+
+
+def repaired(grammar: str | Grammar, draft: str, *, chunk: int = 0, **options: Any) -> GuideResult:
+    """guide() on a ScriptedAPI that replies `draft` (streamed in pieces of `chunk` characters,
+    or whole), with a ScriptedTarget that has nothing to say: no correction asked for, none
+    made (`NO_CORRECTIONS`, unless `options` say otherwise). Its API calls are the script's."""
+    api = ScriptedAPI(draft, chunk=chunk)
+    fn = api.stream if chunk else api
+    settings = {**NO_CORRECTIONS, **options}
+    result = guide(
+        providers.FunctionDrafter(fn), grammar, prompt="p", target=ScriptedTarget(), **settings
+    )
+    assert api.calls == result.api_calls
+    return result

@@ -9,24 +9,19 @@ from typing import Any
 
 import pytest
 
-import providers
-from backtrack import Grammar, GuideResult, guide, wrap
+from backtrack import Grammar, GuideResult, wrap
 from backtrack.run.envelope import JsonEnvelope
 from benchmarks.corpora.other import load_other_grammar
-from tests.support.scripted import ScriptedAPI, ScriptedTarget
+from tests.support.scripted import NO_CORRECTIONS, ScriptedTarget, repaired
 from tests.support.servers import text
 
 QUERY = "{\n  user(id: 4) {\n    id\n    name\n    pic: profilePic(size: 64)\n  }\n}\n"
 SQL = "SELECT name FROM users WHERE city = \"Oslo\" AND note = 'café 😀';"
-NO_CORRECTIONS = {"max_corrections": 0, "complete_on_budget": False}
 
 
 def guided(grammar: str | Grammar, reply: str, chunk: int) -> GuideResult:
-    api = ScriptedAPI(reply, chunk=chunk)
-    fn = api.stream if chunk else api
-    drafter = providers.FunctionDrafter(fn)
-    result = guide(drafter, grammar, prompt="p", target=ScriptedTarget(), **NO_CORRECTIONS)
-    assert api.calls == result.api_calls == 1
+    result = repaired(grammar, reply, chunk=chunk)
+    assert result.api_calls == 1
     return result
 
 

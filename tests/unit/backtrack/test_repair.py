@@ -25,21 +25,8 @@ from backtrack.repair.search import search
 from backtrack.trace.record import OUTPUT_ORIGINS
 from benchmarks.corpora.unseen import load_unseen_grammar
 from grammars import Checker
-from tests.support.scripted import ScriptedAPI, ScriptedTarget
+from tests.support.scripted import NO_CORRECTIONS, ScriptedAPI, ScriptedTarget, repaired
 from tests.support.servers import text
-
-NO_CORRECTIONS = {"max_corrections": 0, "complete_on_budget": False}
-
-
-def repaired(grammar: str | Grammar, draft: str, *, chunk: int = 0, **options: Any) -> GuideResult:
-    api = ScriptedAPI(draft, chunk=chunk)
-    fn = api.stream if chunk else api
-    settings = {**NO_CORRECTIONS, **options}
-    result = guide(
-        providers.FunctionDrafter(fn), grammar, prompt="p", target=ScriptedTarget(), **settings
-    )
-    assert api.calls == result.api_calls
-    return result
 
 
 def spans(result: GuideResult) -> list[tuple[str, str]]:
