@@ -11,7 +11,11 @@ where the block ended, in either of the two layouts code is written in:
   before the next line that starts at or left of its own column.
 At the first line that breaks its layout while a bracket is open, the innermost open bracket's
 closer goes where the layout puts it: at the end of the line before (closers at line ends); on
-a blank line before as deep as the bracket's line, else on a line of its own (braces). The
+a blank line before as deep as the bracket's line, else on a line of its own (braces). A bracket
+the reply's last line opened and left open, in a reply that stopped after that line's end, is
+closed at the line's end (`[6, 28, 496` as `[6, 28, 496]`): asked to go on, an API writes the
+closer after the line end, or starts over. A bracket of an earlier line still open there is
+not: the reply may have been cut short after a whole line, and the API goes on. The
 placement is taken only where the whole text is then complete; else nothing is placed (and the
 API is asked to go on, as for a reply cut short). It may reach far back: only where nothing of
 the text was passed on as it came (guide() without `on_text`, a reply not streamed).
@@ -62,6 +66,7 @@ def forgotten_closer(checker: Checker, start: int) -> tuple[int, str] | None:
     own_lines = any(line.lstrip(" \t")[:1] in _PAIRS.values() for line in lines[1:])
     stack: list[_Open] = []
     at, last_end = start, None  # where the line starts; the previous content line's end
+    depth = 0  # brackets open before the last content line
     blank: tuple[int, int] | None = None  # a blank line right before: (its end, its indentation)
     for line in lines:
         content = line.rstrip("\r\n")
@@ -72,12 +77,30 @@ def forgotten_closer(checker: Checker, start: int) -> tuple[int, str] | None:
         elif stack and last_end is not None and _breaks(stack[-1], indent, body, own_lines):
             place = _place(stack[-1], last_end, blank, at, own_lines)
             return place if completes_with(checker, *place) else None
-        elif _read(body, content[:indent], stack):
-            last_end, blank = at + len(content.rstrip(" \t")), None
         else:
-            return None
+            depth = len(stack)
+            if not _read(body, content[:indent], stack):
+                return None
+            last_end, blank = at + len(content.rstrip(" \t")), None
         at += len(line)
-    return None
+    return _closed_at_end(checker, stack, depth, last_end)
+
+
+def _closed_at_end(
+    checker: Checker, stack: list[_Open], depth: int, last_end: int | None
+) -> tuple[int, str] | None:
+    """Where the reply's last content line (ending at character `last_end`, `depth` brackets
+    open before it) left open brackets it opened, and the reply stopped after its line end: the
+    closers after the line's text, where the whole text is then complete. Not where a bracket
+    of an earlier line is open, nor after an opener that ends the line: a reply that stops
+    after a whole line may be cut short."""
+    text = checker.text
+    if last_end is None or depth or not stack or "\n" not in text[last_end:]:
+        return None
+    if text[last_end - 1] in _PAIRS:
+        return None
+    place = last_end, "".join(bracket.closer for bracket in reversed(stack))
+    return place if completes_with(checker, *place) else None
 
 
 def _place(

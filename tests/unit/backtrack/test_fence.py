@@ -92,12 +92,12 @@ def test_a_fenced_reply_that_ends_without_its_closing_fence_keeps_all_its_text(c
 def test_an_answer_not_complete_at_its_closing_fence_is_continued_by_the_api() -> None:
     # The fence ends the answer as if the API had stopped there: the API is asked to go on, and
     # the fence and the prose after it are not offered again (CSV would take them as rows).
-    api = ScriptedAPI('{"a": 1}', drafts=['```json\n{"a": 1\n```\nHope this helps!'])
+    api = ScriptedAPI('{"a": 1, "b": 2}', drafts=['```json\n{"a": 1, \n```\nHope this helps!'])
     result = guide(
         providers.FunctionDrafter(api), JSON, prompt="p", target=ScriptedTarget(), max_corrections=0
     )
     assert (result.text, result.valid, result.api_calls, result.corrections) == (
-        '{"a": 1\n}',
+        '{"a": 1, \n"b": 2}',
         True,
         2,
         0,
@@ -105,7 +105,7 @@ def test_an_answer_not_complete_at_its_closing_fence_is_continued_by_the_api() -
     assert [r.ended for r in result.trace.rounds] == ["drafter_ended", "drafter_ended"]
     assert [(s.origin, s.text) for s in result.trace.spans if s.round == 0] == [
         ("dropped", "```json\n"),
-        ("draft", '{"a": 1\n'),
+        ("draft", '{"a": 1, \n'),
         ("dropped", "```\nHope this helps!"),
     ]
 

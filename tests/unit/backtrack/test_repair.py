@@ -270,38 +270,46 @@ ROSETTE = "repeat 12 {\n    repeat 4 {\n        f60 r90\n    \n    r30\n}\n"
 SCHEME = "(define (sq xs\n  (map (lambda (x) (* x x)) xs))\n"
 KICAD = '(lib\n  (symbol "R"\n    (property "Value" (at 0 0 90\n      (effects (font 1)))))\n'
 OPEN_JSON = '{\n  "a": [\n    1\n  ],\n  "c": {\n    "d": [1, 2]\n}\n'
+ALIST = '((name . "Ada")\n (born . 1815)\n (fields "maths")\n'
 FORGOTTEN_CLOSERS = [
     # Braces on lines of their own: before the next line no deeper than the block's first, on
     # the blank line left there as deep as it, or on a line of its own.
-    ("turtle", ROSETTE, ROSETTE.replace("    \n", "    }\n")),
+    ("turtle", ROSETTE, ROSETTE.replace("    \n", "    }\n"), "}"),
     (
         "turtle",
         "fill {\n    repeat 5 {\n        f150\n    }\nb50 l90\n",
         "fill {\n    repeat 5 {\n        f150\n    }\n}\nb50 l90\n",
+        "}",
     ),
     (
         "turtle",
         "fill {\n    repeat 5 {\n        f150\n    \n}\nb50 l90\n",
         "fill {\n    repeat 5 {\n        f150\n    }\n}\nb50 l90\n",
+        "}",
     ),
     # The same in JSON, where the grammar takes one object's members after another's.
-    ("json", OPEN_JSON, OPEN_JSON.replace("2]\n", "2]\n  }\n")),
+    ("json", OPEN_JSON, OPEN_JSON.replace("2]\n", "2]\n  }\n"), "}"),
     # Closers at the ends of lines: before the next line that starts at or left of the bracket.
-    ("sexp", SCHEME, SCHEME.replace("xs\n", "xs)\n", 1)),
-    ("sexp", KICAD, KICAD.replace("90\n", "90)\n")),
+    ("sexp", SCHEME, SCHEME.replace("xs\n", "xs)\n", 1), ")"),
+    ("sexp", KICAD, KICAD.replace("90\n", "90)\n"), ")"),
+    # Left off the reply's last line, which opened the bracket, where the reply ended after
+    # that line's end: at the line's end (before, the API was asked to go on and wrote the
+    # closer after the line end: a call more, and the closer out of place).
+    ("sexp", "((milk juice) (honey marmalade)\n", "((milk juice) (honey marmalade))\n", ")"),
+    ("json", '{"a": [1, 2]\n', '{"a": [1, 2]}\n', "}"),
 ]
 
 
-@pytest.mark.parametrize(("gname", "draft", "expected"), FORGOTTEN_CLOSERS)
+@pytest.mark.parametrize(("gname", "draft", "expected", "closers"), FORGOTTEN_CLOSERS)
 @pytest.mark.parametrize("chunk", [0, 3], ids=["whole", "streamed"])
-def test_a_closer_left_out_lines_back_goes_where_the_layout_closed_its_block(
-    gname: str, draft: str, expected: str, chunk: int
+def test_a_closer_left_out_goes_where_the_layout_closed_its_block(
+    gname: str, draft: str, expected: str, closers: str, chunk: int
 ) -> None:
     grammar = gname if gname == "json" else load_unseen_grammar(gname)
     result = repaired(grammar, draft, chunk=chunk)
     assert (result.text, result.stop_reason, result.api_calls) == (expected, "complete", 1)
     edits = [s.text.strip() for s in result.trace.spans if s.origin == "edit"]
-    assert edits == [")" if gname == "sexp" else "}"]
+    assert edits == [closers]
     assert "".join(s.text for s in result.trace.spans if s.origin in OUTPUT_ORIGINS) == expected
     assert result.kept == 1.0
 
@@ -335,11 +343,15 @@ def test_a_closer_placed_lines_back_is_shown_in_its_place() -> None:
 
 
 def test_a_closer_left_out_is_not_placed_where_the_layout_shows_nothing() -> None:
-    """The closer missing at the reply's end (no line after it shows where it went), or text
-    already passed on to `on_text`: the API is asked to go on, as for a reply cut short."""
-    alist = '((name . "Ada")\n (born . 1815)\n (fields "maths")\n'
-    result = repaired(load_unseen_grammar("sexp"), alist)
-    assert (result.text, result.api_calls) == (alist + ")", 2)
+    """A reply whose text lacks more than closers, that stopped inside a line or after an
+    opener, that leaves a bracket of an earlier line open, or text already passed on to
+    `on_text`: the API is asked to go on, as for a reply cut short."""
+    for draft in ['{\n  "a": 1,\n', '{"a": [1, 2', '{"a": [\n']:
+        assert repaired("json", draft).api_calls == 2, draft
+    # A bracket of an earlier line open after the last: the reply may be cut short after a
+    # whole line (a truncated one ends so as often as one that forgot its last closer).
+    result = repaired(load_unseen_grammar("sexp"), ALIST)
+    assert (result.text, result.api_calls) == (ALIST + ")", 2)
     api = ScriptedAPI(ROSETTE)
     pieces: list[str] = []
     settings = {**NO_CORRECTIONS, "on_text": pieces.append}
