@@ -19,9 +19,9 @@ Each draft streams in chunks of CHUNK characters from a scripted drafter (a plai
 target that has no model: ties between edits go to the search's own order, and a correction
 asked for raises. Columns, the median of RUNS runs after a warm-up:
 - `run ms/KB`: CPU time (`time.process_time`) of the whole run per KB of draft;
-- `search ms/KB`, `ms/search`: CPU time inside the repair searches (`search()` as the draft
-  reader calls it, timed by a wrapper set here) per KB, and per search (one a repair, plus any
-  that found none);
+- `search ms/KB`, `ms/search`: CPU time inside the repair searches (`search()` as a cut's
+  repair calls it in backtrack.run.trailing, a path read on after a complete text included,
+  timed by a wrapper set here) per KB, and per search (one a repair, plus any that found none);
 - `cuts/search`, `fits/search`: the cuts a search looked at (`_best` calls: the first cut and the
   next ones of a path of edits, at most `_SEARCHES` + 1) and its candidate checks
   (`Checker.fits` calls), counted in one more run;
@@ -48,7 +48,7 @@ from unittest import mock
 import providers
 from backtrack import guide
 from backtrack.repair import search as search_module
-from backtrack.run import draft as draft_module
+from backtrack.run import trailing as trailing_module
 from backtrack.run.output import REPAIR_LIMITS
 from benchmarks.corpora.main import CASES, load_grammar
 from benchmarks.corpora.other import OTHER_CASES, load_other_grammar
@@ -255,7 +255,7 @@ def metered(count: bool) -> Iterator[Meter]:
             meter.searches += 1
 
     with contextlib.ExitStack() as stack:
-        stack.enter_context(mock.patch.object(draft_module, "search", timed_search))
+        stack.enter_context(mock.patch.object(trailing_module, "search", timed_search))
         if count:
             stack.enter_context(counting(meter))
         yield meter

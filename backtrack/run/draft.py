@@ -16,23 +16,15 @@ import time
 from typing import TYPE_CHECKING
 
 from backtrack.repair.json_shapes import wrapper_end
-from backtrack.repair.search import Prefer, search
+from backtrack.repair.search import Prefer
 from backtrack.run.answer_start import AnswerStart
 from backtrack.run.early_slip import answer_offset
 from backtrack.run.fence import ClosingFence
-from backtrack.run.output import REPAIR_LIMITS
 from backtrack.run.prose import commentary
 from backtrack.run.read_ahead import ReadAhead
 from backtrack.run.reply_start import ReplyStart
 from backtrack.run.stray_reply import feed_watching, watch
-from backtrack.run.trailing import (
-    READ_ON_LIMITS,
-    answer_ended,
-    is_trailing,
-    prose_lines_after,
-    reads_on,
-    reads_on_after_edits,
-)
+from backtrack.run.trailing import answer_ended, edit_at_cut, prose_lines_after
 from backtrack.trace.record import Repair
 
 if TYPE_CHECKING:
@@ -276,33 +268,28 @@ class DraftReader:
         window = rest[: max(self.options.repair_window, wrapper_end(rest) or 0)]
         start = prose_lines_after(self.output, rest, final=final)
         if start is not None:  # commentary after the answer: the draft ends where it starts
-            after = self.output.text[start:]
-            self.accepted -= len(after)
-            self.output.unread(start)
-            self._end_at_cut(after + rest)
-            return False
-        edit = None
-        # Commentary after a complete text is more document where edits let it read on.
-        looks_trailing = checker.complete and is_trailing(checker, rest)
-        ended, floor = final and len(rest) <= len(window), self.output.edit_end
-        if not answer_ended(checker, rest, self.grammar):
-            limits = READ_ON_LIMITS if looks_trailing else REPAIR_LIMITS
-            edit = search(
-                checker,
-                window,
-                final=ended,
-                floor=floor,
-                limits=limits,
-                prefer=self.prefer,
-                alone=looks_trailing,
-            )
-            if looks_trailing and not (edit and reads_on(edit, window, checker, ended=ended)):
-                edit = reads_on_after_edits(checker, rest, len(window), final=final, floor=floor)
+            return self._end_before(start, rest)
+        edit = edit_at_cut(self.output, self.grammar, rest, window, final=final, prefer=self.prefer)
         if edit is None:
+            # A line no edit reads on through, before commentary: it goes with the commentary
+            # (where the text is complete at the cut, what follows the cut goes).
+            stray = not checker.complete
+            start = prose_lines_after(self.output, rest, final=final, stray=True) if stray else None
+            if start is not None:
+                return self._end_before(start, rest)
             self._end_at_cut(rest)
             return False
         self.repairs.append(self.output.make(edit))
         return self._take(rest[edit.skip :])
+
+    def _end_before(self, start: int, rest: str) -> bool:
+        """The draft ends at character `start` of the text, where commentary after the answer
+        starts (the text after it and the draft's `rest`)."""
+        after = self.output.text[start:]
+        self.accepted -= len(after)
+        self.output.unread(start)
+        self._end_at_cut(after + rest)
+        return False
 
 
 def crowded(repairs: list[Repair], chars: int) -> bool:

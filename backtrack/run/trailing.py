@@ -14,7 +14,7 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from backtrack.repair.search import completes, search
+from backtrack.repair.search import Prefer, completes, search
 from backtrack.run.output import REPAIR_LIMITS
 from backtrack.run.prose import prose, sentence, states_value
 
@@ -89,6 +89,33 @@ def is_trailing(checker: Checker, rest: str) -> bool:
     line = after.split("\n", 1)[0]
     more = not prose(line) and checker.fits(after) >= min(len(after), len(line) + 1)
     return not more
+
+
+def edit_at_cut(
+    output: Output, grammar: Grammar, rest: str, window: str, *, final: bool, prefer: Prefer | None
+) -> Edit | None:
+    """The best edit at the output's cut after which the draft's `rest` (all of the reply's
+    rest when `final`; searched in its first characters, `window`) fits again, or None. After
+    a complete text, only one that lets what looks like commentary read on as more document
+    (`reads_on`, `reads_on_after_edits`); none where the answer has ended (`answer_ended`)."""
+    checker = output.checker
+    if answer_ended(checker, rest, grammar):
+        return None
+    looks_trailing = checker.complete and is_trailing(checker, rest)
+    ended, floor = final and len(rest) <= len(window), output.edit_end
+    limits = READ_ON_LIMITS if looks_trailing else REPAIR_LIMITS
+    edit = search(
+        checker,
+        window,
+        final=ended,
+        floor=floor,
+        limits=limits,
+        prefer=prefer,
+        alone=looks_trailing,
+    )
+    if looks_trailing and not (edit and reads_on(edit, window, checker, ended=ended)):
+        edit = reads_on_after_edits(checker, rest, len(window), final=final, floor=floor)
+    return edit
 
 
 def reads_on(edit: Edit, window: str, checker: Checker, *, ended: bool) -> bool:
@@ -191,19 +218,22 @@ def open_line_after_answer(output: Output) -> int | None:
     return start if complete and 0 < start < output.chars else None
 
 
-def prose_lines_after(output: Output, rest: str, *, final: bool) -> int | None:
+def prose_lines_after(output: Output, rest: str, *, final: bool, stray: bool = False) -> int | None:
     """Where the text is complete at the start of the cut's line, and that line and every line
     after it read so far are sentences (two of them, or all of the reply's rest): the line's
     start (or the end of the text before it, blanks apart), from where it and the rest are
     commentary after the answer (`This INI file does what you asked.`, which an INI grammar
-    reads as a key and a value after one edit). None otherwise; also where the line starts as
-    an earlier line of the document does (`SELECT`)."""
+    reads as a key and a value after one edit). `stray`: the cut's line is one no edit reads
+    on through (a PGN result, `1-0`, where the grammar has none), and the lines after it are
+    the sentences. None otherwise; also where the line starts as an earlier line of the
+    document does (`SELECT`)."""
     text, checker = output.text, output.checker
     start, complete_at_start = checker.last_line()
     if start == 0:
         return None
     lines = [ln for ln in (text[start:] + rest).splitlines() if ln.strip()]
-    if not lines or not all(sentence(ln) for ln in lines) or not (final or len(lines) >= 2):
+    said = lines[1:] if stray else lines
+    if not said or not all(sentence(ln) for ln in said) or not (final or len(said) >= 2):
         return None
     first = lines[0].split()[0]
     if any(ln.split()[:1] == [first] for ln in text[:start].splitlines()):

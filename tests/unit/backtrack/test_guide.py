@@ -658,6 +658,27 @@ def test_sentences_the_grammar_would_take_around_a_document_are_dropped(case: st
     assert [(d.reason, d.text) for d in result.drops] == [(reason, prose)]
 
 
+# A line no edit reads on through before commentary goes with it, where the text is not complete
+# at the cut; where it is, the line's rest from the cut is dropped, its start kept.
+STRAY_LINES = {
+    # PGN's result, which the grammar lacks (`1` may start move 19): before, the local model
+    # wrote over it (`19. Nf3 Nf6`), with two more API calls.
+    "chess": ("1. e4 e5\n2. Nf3 Nc6\n", "1-0\n\nThis is a short opening, as you asked.\n"),
+    "csv": ('id,name\n1,Ann\n2,"Bob"', " Jr\nThis table lists two people.\n"),
+}
+
+
+@pytest.mark.parametrize("chunk", [0, 1, 3])
+@pytest.mark.parametrize("case", list(STRAY_LINES))
+def test_a_line_no_edit_reads_before_commentary_is_dropped_with_it(case: str, chunk: int):
+    text, dropped = STRAY_LINES[case]
+    grammar = load_unseen_grammar(case) if case == "chess" else case
+    api = ScriptedAPI("", drafts=[text + dropped], chunk=chunk)
+    result = run(api, grammar, ScriptedTarget(), stream=chunk > 0)
+    assert (result.text, result.api_calls, result.corrections) == (text, 1, 0)
+    assert [(d.reason, d.text) for d in result.drops] == [("trailing", dropped)]
+
+
 @pytest.mark.parametrize("chunk", [0, 1, 3])
 @pytest.mark.parametrize("cut", [None, 19, 32])
 def test_a_first_line_of_lower_case_words_is_the_answer_not_a_preamble(chunk: int, cut: int | None):

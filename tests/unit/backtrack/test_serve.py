@@ -25,7 +25,7 @@ import httpx2
 import openai
 import pytest
 
-import backtrack.run.draft
+import backtrack.run.trailing
 from backtrack.repair.search import search
 from backtrack.serve.app import ServeConfig, ServeLimits
 from grammars import Grammar
@@ -672,7 +672,7 @@ def test_a_slow_check_holds_up_no_other_request(
         release.wait(30)
         return search(*args, **kwargs)
 
-    monkeypatch.setattr(backtrack.run.draft, "search", slow)
+    monkeypatch.setattr(backtrack.run.trailing, "search", slow)
     openai_server.script(text(SLIP), text("plain words"))
     guided_client, plain_client = oai(url), oai(url).with_options(timeout=5)
     with ThreadPoolExecutor(1) as pool:
