@@ -22,9 +22,10 @@ from backtrack.run.early_slip import answer_offset
 from backtrack.run.fence import ClosingFence
 from backtrack.run.prose import commentary
 from backtrack.run.read_ahead import ReadAhead
+from backtrack.run.remarks import closing_remarks, prose_lines_after
 from backtrack.run.reply_start import ReplyStart
 from backtrack.run.stray_reply import feed_watching, watch
-from backtrack.run.trailing import answer_ended, edit_at_cut, prose_lines_after
+from backtrack.run.trailing import answer_ended, edit_at_cut
 from backtrack.trace.record import Repair
 
 if TYPE_CHECKING:
@@ -131,6 +132,8 @@ class DraftReader:
         reason = "stop" if self.closing is not None else finish_reason
         while self.read_ahead is not None:  # the reply ended while a repair was being read for
             self._repair(final=reason == "stop")
+        if not self.cut and (remarks := closing_remarks(self.output)) is not None:
+            self._end_before(remarks, "")  # the reply's last lines were remarks, not document
         self.closed_early = (self.cut or self.closing is not None) and finish_reason == "closed"
         return reason
 

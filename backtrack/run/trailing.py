@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from backtrack.repair.search import Prefer, completes, search
 from backtrack.run.output import REPAIR_LIMITS
 from backtrack.run.prose import prose, sentence, states_value
+from backtrack.run.remarks import complete_before, open_line_after_answer, remarks_start
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -210,48 +211,6 @@ def _after_edits(checker: Checker, window: str, *, final: bool, floor: int) -> E
 _PATH = 3  # edits at most in a line read on after a complete text
 
 
-def open_line_after_answer(output: Output) -> int | None:
-    """Where the text's last line starts, when that line is not ended yet and the text is
-    complete before it: the line may still turn out to be commentary after the answer
-    (`prose_lines_after`), so nothing of it is final yet. None otherwise."""
-    start, complete = output.checker.last_line()
-    return start if complete and 0 < start < output.chars else None
-
-
-def prose_lines_after(output: Output, rest: str, *, final: bool, stray: bool = False) -> int | None:
-    """Where the text is complete at the start of the cut's line, and that line and every line
-    after it read so far are sentences (two of them, or all of the reply's rest): the line's
-    start (or the end of the text before it, blanks apart), from where it and the rest are
-    commentary after the answer (`This INI file does what you asked.`, which an INI grammar
-    reads as a key and a value after one edit). `stray`: the cut's line is one no edit reads
-    on through (a PGN result, `1-0`, where the grammar has none), and the lines after it are
-    the sentences. None otherwise; also where the line starts as an earlier line of the
-    document does (`SELECT`)."""
-    text, checker = output.text, output.checker
-    start, complete_at_start = checker.last_line()
-    if start == 0:
-        return None
-    lines = [ln for ln in (text[start:] + rest).splitlines() if ln.strip()]
-    said = lines[1:] if stray else lines
-    if not said or not all(sentence(ln) for ln in said) or not (final or len(said) >= 2):
-        return None
-    first = lines[0].split()[0]
-    if any(ln.split()[:1] == [first] for ln in text[:start].splitlines()):
-        return None
-    # The text is complete at the line's start, or before the blanks that end it (a grammar
-    # that takes no blank line at the end of its text).
-    fixed = max(output.edit_end, output.promised)
-    if complete_at_start and start >= fixed:
-        return start
-    end = len(text[:start].rstrip())
-    if end < fixed:
-        return None
-    checker.rollback(end)
-    complete = checker.complete
-    checker.feed(text[end:])
-    return end if complete else None
-
-
 def drop_final_blanks(output: Output) -> None:
     """Blanks that end a complete text before dropped trailing text go with the trailing text
     where the text without them is complete and they are no line's end (`1 + 2 ` before `= 3`),
@@ -327,10 +286,16 @@ def final_point(output: Output, limit: int) -> int:
     `REPAIR_LIMITS.max_back` characters and none before the last edit's end; a complete text's
     trailing blanks may go with dropped trailing text, so a final part never ends in a blank run
     it could be part of, nor takes in a line after a complete text before the line ends (it may
-    be commentary), nor a continuation held inside a string (`Output.hold`: stray_reply)."""
+    be commentary), nor its last lines after a complete text while they are sentences someone
+    says (closing remarks: `closing_remarks`), nor a continuation held inside a string
+    (`Output.hold`: stray_reply)."""
     text, edit_end = output.text, output.edit_end
     final = max(edit_end, len(text) - REPAIR_LIMITS.max_back)
     final = min(final, open_line_after_answer(output) or final, output.hold or final)
+    # The text's last ended lines may be remarks (`closing_remarks`), whatever its open line is.
+    remarks = remarks_start(text, text.rfind("\n", max(0, len(text) - LINE_MORE)) + 1)
+    if 0 < remarks < final and complete_before(output, remarks, None) is not None:
+        final = remarks
     while final > edit_end and text[final - 1].isspace():
         final -= 1
     output.promised = max(output.promised, min(final, limit))

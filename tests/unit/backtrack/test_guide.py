@@ -658,6 +658,44 @@ def test_sentences_the_grammar_would_take_around_a_document_are_dropped(case: st
     assert [(d.reason, d.text) for d in result.drops] == [(reason, prose)]
 
 
+# Remarks after a document that the grammar takes as more of it (a CSV record, S-expression
+# symbols): sentences someone says, with none of the marks every line of the document has. They
+# are held back from `on_text` until the reply tells (before, they were kept as document).
+REMARKS = {
+    "csv": ("csv", "id,name,city\n1,Ann,Oslo\n2,Bob,Bergen\n", "This table lists two people.\n"),
+    "sexp": ("sexp", "((milk juice) (honey marmalade))\n", "\nLet me know if you need more!\n"),
+    "sexp-two": ("sexp", "(a (b c))\n", "I hope this helps!\nHave a nice day.\n"),
+}
+
+
+@pytest.mark.parametrize("chunk", [0, 1, 3])
+@pytest.mark.parametrize("case", list(REMARKS))
+def test_remarks_the_grammar_takes_after_a_document_are_dropped(case: str, chunk: int) -> None:
+    gname, doc, remarks = REMARKS[case]
+    grammar = gname if gname == "csv" else load_unseen_grammar(gname)
+    api, pieces = ScriptedAPI("", drafts=[doc + remarks], chunk=chunk), []
+    result = run(api, grammar, ScriptedTarget(), stream=chunk > 0, on_text=pieces.append)
+    assert (result.text, "".join(pieces), result.api_calls) == (doc, doc, 1)
+    assert [(d.reason, d.text) for d in result.drops] == [("trailing", remarks)]
+
+
+@pytest.mark.parametrize(
+    ("gname", "doc"),
+    [
+        # The last line has the document's mark (`,`), or its lines share none (INI), or it is
+        # no sentence someone says (lower case, no stop), or starts as a line before does.
+        ("csv", "name,quote\nAnn,To be or not to be.\nBob,Let it be.\n"),
+        ("ini", "[tox]\nenvlist = py27\ndescription = This is the main test setup.\n"),
+        ("sexp", "((milk juice) (honey marmalade))\nc red yellow\n"),
+        ("sexp", "Let (x 1)\nLet me know if you need more!\n"),
+    ],
+)
+def test_a_sentence_that_reads_as_the_document_is_kept(gname: str, doc: str) -> None:
+    grammar = gname if gname == "csv" else load_unseen_grammar(gname)
+    result = run(ScriptedAPI("", drafts=[doc]), grammar, ScriptedTarget())
+    assert (result.text, result.drops) == (doc, ())
+
+
 # A line no edit reads on through before commentary goes with it, where the text is not complete
 # at the cut; where it is, the line's rest from the cut is dropped, its start kept.
 STRAY_LINES = {
