@@ -292,10 +292,12 @@ def final_point(output: Output, limit: int) -> int:
     text, edit_end = output.text, output.edit_end
     final = max(edit_end, len(text) - REPAIR_LIMITS.max_back)
     final = min(final, open_line_after_answer(output) or final, output.hold or final)
-    # The text's last ended lines may be remarks (`closing_remarks`), whatever its open line is.
-    remarks = remarks_start(text, text.rfind("\n", max(0, len(text) - LINE_MORE)) + 1)
-    if 0 < remarks < final and complete_before(output, remarks, None) is not None:
-        final = remarks
+    # The last ended lines of a complete text may be remarks (`closing_remarks`), whatever its
+    # open line is.
+    if output.checker.complete:
+        remarks = remarks_start(text, text.rfind("\n", max(0, len(text) - LINE_MORE)) + 1)
+        if 0 < remarks < final and complete_before(output, remarks, None) is not None:
+            final = remarks
     while final > edit_end and text[final - 1].isspace():
         final -= 1
     output.promised = max(output.promised, min(final, limit))
