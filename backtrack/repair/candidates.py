@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from backtrack.repair.conditionals import conditionals
+from backtrack.repair.conditionals import conditional_forms, conditionals
 from backtrack.repair.fields import quoted_fields, quoted_pieces
 from backtrack.repair.inserts import end_tags, escapes, inserts
 from backtrack.repair.json_shapes import (
@@ -229,6 +229,13 @@ def _closes(removed: str, insert: str) -> bool:
     return bool(opened) and insert.endswith(removed) and not opened.strip(CLOSERS)
 
 
+def _same_text(removed: str, insert: str) -> bool:
+    """Whether `insert` says what `removed` says in the grammar's notation: the same string, an
+    escape written as its character; another notation's conditional, its words in the
+    grammar's order (backtrack.repair.conditionals)."""
+    return decoded(removed) == (len(removed), insert) or insert in conditional_forms(removed)
+
+
 def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) -> Candidate:
     """`edit`, which removes `removed` after the text `before` (its last CONTEXT characters) and
     leaves `tail` to read, with its cost and rank; `only`: the insert's skip (None: any)."""
@@ -241,8 +248,8 @@ def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) 
         # Written in the grammar's notation, or deleted: with the blanks before it where it
         # ran to its line's end (`f200 l170  // next side`), not leaving them there.
         cost = 0 if insert else 1 + _ends_line_in_blanks(before, tail)
-    elif only is not None and decoded(removed) == (len(removed), insert):
-        cost = 0  # the same string: an escape written as its character
+    elif only is not None and _same_text(removed, insert):
+        cost = 0  # an escape written as its character; a conditional in the grammar's order
     elif only == 0 and insert[:1].isalpha() and not removed:
         cost = 1  # the one keyword the grammar allows here, left out
     elif tag_edit:

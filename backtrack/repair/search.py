@@ -68,7 +68,7 @@ def search(
         final=final,
         floor=floor,
         limits=limits,
-        need=limits.min_fit,
+        need=limits.min_fit if alone else _through_line(rest, limits.min_fit),
         budget=budget,
         depth=_MAX_DEPTH if alone else 0,  # at the deepest, no path is looked through
         ties=ties if prefer is not None else None,
@@ -85,6 +85,18 @@ def search(
         if len(texts) > 1:
             chosen = list(texts.values())[prefer(list(texts))]
     return _with_its_line(checker, _spaced(checker, chosen, rest), rest, floor)
+
+
+def _through_line(rest: str, need: int) -> int:
+    """How much of the draft's `rest` an edit must read to resynchronise at once: `need`
+    characters, or through the end of the line the cut is on, where that is near
+    (`_LINE_NEED`): an edit after which the line slips again is the first of a path, whose
+    total cost tells (`'a' 'b'` as `"a" "b"`, not `a" "b`)."""
+    end = rest.find("\n", 0, _LINE_NEED)
+    return max(need, end + 1) if end >= 0 else need
+
+
+_LINE_NEED = 32
 
 
 def _spaced(checker: Checker, edit: Edit, rest: str) -> Edit:

@@ -217,6 +217,14 @@ UNSEEN_SLIPS = [
         "((milk juice) (honey marmalade))  ; done\n(a b)\n",
         "((milk juice) (honey marmalade))\n(a b)\n",
     ),
+    # Two strings in another notation's quotes on one line: the edits that read the line
+    # through at least cost, both requoted, not the cheapest at the first cut alone (the `'`
+    # deleted) and then the next slip written around (`mathematics" "computing`).
+    (
+        "sexp",
+        "(fields 'mathematics' 'computing')\n(born . 1815)\n",
+        '(fields "mathematics" "computing")\n(born . 1815)\n',
+    ),
     # A comment on a line of its own goes with its line's end: a list has no blank item
     # (before, `<!--` became the item mark `-`).
     (
