@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import replace
+from typing import NamedTuple
 
 from backtrack.repair.candidates import Candidate, Edit, RepairLimits, candidates
 from backtrack.repair.inserts import escapes
@@ -42,6 +43,14 @@ from grammars import Checker
 
 Prefer = Callable[[list[str]], int]
 """Given texts that differ only in their ends, the index of the one a model finds likeliest."""
+
+
+class Reads(NamedTuple):
+    """What an edit must read to resynchronise at once: `need` characters of the rest after it,
+    and the rest as far as its character `through` (0: no such point)."""
+
+    need: int
+    through: int
 
 
 def search(
@@ -68,7 +77,7 @@ def search(
         final=final,
         floor=floor,
         limits=limits,
-        need=limits.min_fit if alone else _through_line(rest, limits.min_fit),
+        reads=Reads(limits.min_fit, 0 if alone else _line_end(rest)),
         budget=budget,
         depth=_MAX_DEPTH if alone else 0,  # at the deepest, no path is looked through
         ties=ties if prefer is not None else None,
@@ -87,13 +96,12 @@ def search(
     return _with_its_line(checker, _spaced(checker, chosen, rest), rest, floor)
 
 
-def _through_line(rest: str, need: int) -> int:
-    """How much of the draft's `rest` an edit must read to resynchronise at once: `need`
-    characters, or through the end of the line the cut is on, where that is near
-    (`_LINE_NEED`): an edit after which the line slips again is the first of a path, whose
-    total cost tells (`'a' 'b'` as `"a" "b"`, not `a" "b`)."""
-    end = rest.find("\n", 0, _LINE_NEED)
-    return max(need, end + 1) if end >= 0 else need
+def _line_end(rest: str) -> int:
+    """Where in the draft's `rest` the line the cut is on ends (after its line end), where that
+    is near (`_LINE_NEED`), else 0: an edit resynchronises at once only where the draft reads
+    on through it (`_reads_through`); one after which the line slips again is the first of a
+    path, whose total cost tells (`'a' 'b'` as `"a" "b"`, not `a" "b`)."""
+    return rest.find("\n", 0, _LINE_NEED) + 1
 
 
 _LINE_NEED = 32
@@ -159,14 +167,15 @@ def _best(
     final: bool,
     floor: int,
     limits: RepairLimits,
-    need: int,
+    reads: Reads,
     budget: list[int],
     depth: int = 0,
     ties: list[Edit] | None = None,
 ) -> tuple[Edit, Total] | None:
     """The edit to make, and the total cost of the edits it takes to resynchronise.
 
-    An edit resynchronises when `need` characters of the rest fit after it (or the whole rest,
+    An edit resynchronises when `reads.need` characters of the rest fit after it, and the rest
+    is read as far as its character `reads.through` (`_reads_through`; or the whole rest fits,
     which then, for a final reply, completes the text). An edit after which fewer fit
     resynchronises when edits at the next cuts do, up to `_MAX_DEPTH` slips in a row
     (`{'a': 1, 'b': 2}`): the path of least total cost wins. A path that costs more edits than
@@ -180,11 +189,11 @@ def _best(
     was_free = checker.in_free_text()
     found = candidates(checker, committed, rest, floor, limits)
     found.sort(key=lambda c: (c.edit.cost, c.rank))
-    direct = [c for c in found if c.reads(need)]
+    direct = [c for c in found if _reads_through(c, reads)]
     best = _best_direct(checker, committed, direct, final=final, was_free=was_free, ties=ties)
     if depth < _MAX_DEPTH:
         tried = 0
-        for c in (c for c in found if not c.reads(need)):
+        for c in (c for c in found if not _reads_through(c, reads)):
             if tried >= (_LOOK_AHEAD if depth == 0 else 1) or budget[0] <= 0:
                 break
             if best is not None and c.edit.cost > best[1][0]:
@@ -192,7 +201,7 @@ def _best(
             if not _trusted(checker, committed, c, was_free=was_free):
                 continue
             tried += 1
-            rest_of_path = _path_after(checker, committed, c, final, limits, need, budget, depth)
+            rest_of_path = _path_after(checker, committed, c, final, limits, reads, budget, depth)
             if rest_of_path is not None:
                 total = (c.edit.cost + rest_of_path[0], len(c.edit.insert) + rest_of_path[1])
                 if total[0] > limits.min_fit:
@@ -240,25 +249,34 @@ def _best_direct(
     return best
 
 
+def _reads_through(c: Candidate, reads: Reads) -> bool:
+    """Whether candidate `c` resynchronises at once: `reads.need` characters of the rest fit
+    after it (`Candidate.reads`), and what it skips and what fits after it reach the rest's
+    character `reads.through` (or all of the rest fits)."""
+    return c.reads(reads.need) and (c.edit.skip + c.edit.fits >= reads.through or c.whole)
+
+
 def _path_after(
     checker: Checker,
     committed: str,
     c: Candidate,
     final: bool,
     limits: RepairLimits,
-    need: int,
+    reads: Reads,
     budget: list[int],
     depth: int,
 ) -> Total | None:
-    """What the edits at the next cuts cost after candidate `c`, None when none resynchronise."""
+    """What the edits at the next cuts cost after candidate `c`, None when none resynchronise;
+    `reads`: what it was to read (`_best`)."""
     _apply(checker, committed, c.edit, c.tail[: c.edit.fits])
+    read = c.edit.skip + c.edit.fits
     following = _best(
         checker,
         c.tail[c.edit.fits :],
         final=final,
         floor=len(committed) - c.edit.back + len(c.edit.insert),
         limits=limits,
-        need=need - c.edit.fits,
+        reads=Reads(reads.need - c.edit.fits, max(0, reads.through - read)),
         budget=budget,
         depth=depth + 1,
     )
