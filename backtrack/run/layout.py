@@ -18,7 +18,8 @@ closer after the line end, or starts over. A bracket of an earlier line still op
 not: the reply may have been cut short after a whole line, and the API goes on. The
 placement is taken only where the whole text is then complete; else nothing is placed (and the
 API is asked to go on, as for a reply cut short). It may reach far back: only where nothing of
-the text was passed on as it came (guide() without `on_text`, a reply not streamed).
+the text was passed on as it came (guide() without `on_text`, a reply not streamed); the last
+line's closers go after all that was.
 """
 
 from __future__ import annotations
@@ -45,10 +46,12 @@ class _Open(NamedTuple):
 
 def close_forgotten(output: Output, start: int) -> Repair | None:
     """Write a closer the API left out where the layout of the output's text from character
-    `start` puts it (`forgotten_closer`), as an edit in its place, not before the last edit's
-    end nor in text already passed on; its record, or None."""
+    `start` puts it (`forgotten_closer`), or the closers its last line left open at that line's
+    end (`closed_last_line`), as an edit in its place, not before the last edit's end nor in
+    text already passed on; its record, or None."""
     start = max(start, output.edit_end, output.passed)
-    found = forgotten_closer(output.checker, start)
+    checker = output.checker
+    found = forgotten_closer(checker, start) or closed_last_line(checker, start)
     if found is None:
         return None
     return output.insert(*found)
@@ -66,7 +69,6 @@ def forgotten_closer(checker: Checker, start: int) -> tuple[int, str] | None:
     own_lines = any(line.lstrip(" \t")[:1] in _PAIRS.values() for line in lines[1:])
     stack: list[_Open] = []
     at, last_end = start, None  # where the line starts; the previous content line's end
-    depth = 0  # brackets open before the last content line
     blank: tuple[int, int] | None = None  # a blank line right before: (its end, its indentation)
     for line in lines:
         content = line.rstrip("\r\n")
@@ -77,29 +79,30 @@ def forgotten_closer(checker: Checker, start: int) -> tuple[int, str] | None:
         elif stack and last_end is not None and _breaks(stack[-1], indent, body, own_lines):
             place = _place(stack[-1], last_end, blank, at, own_lines)
             return place if completes_with(checker, *place) else None
-        else:
-            depth = len(stack)
-            if not _read(body, content[:indent], stack):
-                return None
+        elif _read(body, content[:indent], stack):
             last_end, blank = at + len(content.rstrip(" \t")), None
+        else:
+            return None
         at += len(line)
-    return _closed_at_end(checker, stack, depth, last_end)
+    return None
 
 
-def _closed_at_end(
-    checker: Checker, stack: list[_Open], depth: int, last_end: int | None
-) -> tuple[int, str] | None:
-    """Where the reply's last content line (ending at character `last_end`, `depth` brackets
-    open before it) left open brackets it opened, and the reply stopped after its line end: the
-    closers after the line's text, where the whole text is then complete. Not where a bracket
-    of an earlier line is open, nor after an opener that ends the line: a reply that stops
-    after a whole line may be cut short."""
+def closed_last_line(checker: Checker, start: int) -> tuple[int, str] | None:
+    """Where the text's last line opened brackets it left open, and the reply stopped after
+    that line's end: the closers at the end of its text (at or after character `start`),
+    where the whole text is then complete. None where a bracket of an earlier line is still
+    open (the text is not complete so), after an opener that ends the line, or where the reply
+    stopped inside its line: a reply may be cut short after a whole line, or inside one."""
     text = checker.text
-    if last_end is None or depth or not stack or "\n" not in text[last_end:]:
+    end = len(text.rstrip())
+    if end < start or "\n" not in text[end:] or text[end - 1 : end] in _PAIRS:
         return None
-    if text[last_end - 1] in _PAIRS:
+    content = text[text.rfind("\n", 0, end) + 1 : end]
+    body = content.lstrip(" \t")
+    stack: list[_Open] = []
+    if not _read(body, content[: len(content) - len(body)], stack) or not stack:
         return None
-    place = last_end, "".join(bracket.closer for bracket in reversed(stack))
+    place = end, "".join(bracket.closer for bracket in reversed(stack))
     return place if completes_with(checker, *place) else None
 
 

@@ -374,6 +374,24 @@ def test_a_closer_left_out_is_not_placed_where_the_layout_shows_nothing() -> Non
     assert "".join(pieces) == result.text
 
 
+@pytest.mark.parametrize("chunk", [1, 3, 0])
+def test_a_closer_left_off_the_last_line_goes_at_its_end_in_text_passed_on(chunk: int) -> None:
+    """Streamed to `on_text`: what was passed on stays as it was, and the closer goes at the
+    last line's end, which was not (the closers of lines back are not placed there, above)."""
+    draft = "(a b)\n((milk juice) (honey marmalade)\n"
+    pieces: list[str] = []
+    api = ScriptedAPI(draft, chunk=chunk)
+    result = guide(
+        providers.FunctionDrafter(api.stream if chunk else api),
+        load_unseen_grammar("sexp"),
+        prompt="p",
+        target=ScriptedTarget(),
+        **{**NO_CORRECTIONS, "on_text": pieces.append},
+    )
+    assert (result.text, result.api_calls) == ("(a b)\n((milk juice) (honey marmalade))\n", 1)
+    assert "".join(pieces) == result.text
+
+
 @pytest.mark.parametrize(
     ("grammar", "draft"),
     [
