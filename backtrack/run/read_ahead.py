@@ -95,14 +95,14 @@ class ReadAhead:
         return wrapper_end(arrived) is None
 
     def _prose_so_far(self, line: str) -> bool:
-        """Whether the lines after the answer (from the cut's `line` on) that have ended are fewer
-        than two, and each a sentence, or are so after the first (a line no edit may read on
-        through: `prose_lines_after`): a sentence the grammar reads on into (`This 6502
-        assembly program ...`, `This` a label) is commentary once a second one, or the reply's
-        end, says so."""
+        """Whether the lines after the answer (from the cut's `line` on) that have ended are,
+        after the first (a sentence, or a line no edit may read on through:
+        `prose_lines_after`), fewer than two, and each a sentence: a sentence the grammar reads
+        on into (`This 6502 assembly program ...`, `This` a label) is commentary once more, or
+        the reply's end, say so."""
         ended = (line + "".join(self.pieces)).split("\n")[:-1]
-        ended = [line for line in ended if line.strip()]
-        return any(len(said) < 2 and all(map(sentence, said)) for said in (ended, ended[1:]))
+        said = [line for line in ended if line.strip()][1:]
+        return len(said) < 2 and all(map(sentence, said))
 
     def opening(self, rest: str, *, final: bool) -> tuple[int, DropReason] | None:
         """What the reply opens with before its continuation, and why it goes: a first line
