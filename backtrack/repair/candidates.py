@@ -269,7 +269,7 @@ def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) 
         # A quote deleted or added right before a word makes it a name or text.
         odd = quote_count(removed) % 2 != quote_count(insert) % 2
         cost = (
-            distance(removed, insert)
+            distance(removed, insert, taken=not edit.skip)
             + (not word_swap and changes_words(before, removed, insert, tail))
             + (only is None and odd and word_at(tail) > 0)
             + flips_tag(before, removed, insert, tail)

@@ -192,11 +192,13 @@ def quote_count(text: str) -> int:
     return sum(text.count(q) for q in QUOTES + '"')
 
 
-def distance(removed: str, inserted: str) -> int:
+def distance(removed: str, inserted: str, *, taken: bool = False) -> int:
     """The edit distance; a known synonym of another language counts as one edit, and so does a
     quoted text in the quotes the grammar takes (or a quoted name bare); a known operator of
     another notation, a phrase of another dialect (SQL, JSX) or another notation's conditional
-    (backtrack.repair.conditionals) counts as none."""
+    (backtrack.repair.conditionals) counts as none. But an operator the grammar `taken` whole,
+    with the blank after it, is its own there, not the other notation's (6502's label in
+    `loop2: DEX`, not YAML's `key: value`): rewriting it is an edit like any other."""
     if (removed.strip().lower(), inserted.strip().lower()) in _SYNONYMS:
         return 1
     if requoted(removed) == (len(removed), inserted) or quoted_name(removed + ":") == (
@@ -206,7 +208,7 @@ def distance(removed: str, inserted: str) -> int:
         return 1
     if rewritten(removed) == inserted or inserted in conditional_forms(removed):
         return 0
-    if (removed, inserted) in _OPERATOR_SYNONYMS:
+    if (removed, inserted) in _OPERATOR_SYNONYMS and not (taken and removed[-1:].isspace()):
         return 0
     return edit_distance(removed, inserted)
 

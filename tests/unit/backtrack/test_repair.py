@@ -253,6 +253,14 @@ UNSEEN_SLIPS = [
         '[flake8]\nignore =\n    E126 # a reason\n"max-line-length" = 160\n',
         "[flake8]\nignore =\n    E126 # a reason\nmax-line-length = 160\n",
     ),
+    # A label's colon where the instruction follows on its line: the colon is the grammar's own
+    # there (a label alone on its line), so not YAML's `key: value` written as `loop2 = DEX`
+    # (an assignment), which cost nothing as another notation's operator; the colon deleted.
+    (
+        "asm6502",
+        "start LDY #$FF\nloop2: DEX   ; X = X - 1\n      BNE loop2\n",
+        "start LDY #$FF\nloop2 DEX   ; X = X - 1\n      BNE loop2\n",
+    ),
     # A bracket the API opened is closed, not deleted (`LDA $30,Y`): one edit either way.
     (
         "asm6502",
