@@ -14,8 +14,10 @@ closer goes where the layout puts it: at the end of the line before (closers at 
 a blank line before as deep as the bracket's line, else on a line of its own (braces). A bracket
 the reply's last line opened and left open, in a reply that stopped after that line's end, is
 closed at the line's end (`[6, 28, 496` as `[6, 28, 496]`): asked to go on, an API writes the
-closer after the line end, or starts over. A bracket of an earlier line still open there is
-not: the reply may have been cut short after a whole line, and the API goes on. The
+closer after the line end, or starts over. Brackets opened on one line close together: where
+the last line is closers alone and closed the inner of them (`fill { repeat 36 {` ... `}`), the
+outer's closers go after its own (`}}`). A bracket of an earlier line still open otherwise is
+not closed: the reply may have been cut short after a whole line, and the API goes on. The
 placement is taken only where the whole text is then complete; else nothing is placed (and the
 API is asked to go on, as for a reply cut short). It may reach far back: only where nothing of
 the text was passed on as it came (guide() without `on_text`, a reply not streamed); the last
@@ -38,6 +40,7 @@ class _Open(NamedTuple):
     closer: str
     column: int  # where the bracket stands in its line
     indentation: str  # of the line it opened on
+    line: int = 0  # where that line starts in the text
 
     @property
     def indent(self) -> int:
@@ -49,9 +52,13 @@ def close_forgotten(output: Output, start: int) -> Repair | None:
     `start` puts it (`forgotten_closer`), or the closers its last line left open at that line's
     end (`closed_last_line`), as an edit in its place, not before the last edit's end nor in
     text already passed on; its record, or None."""
-    start = max(start, output.edit_end, output.passed)
+    begun, start = start, max(start, output.edit_end, output.passed)
     checker = output.checker
-    found = forgotten_closer(checker, start) or closed_last_line(checker, start)
+    found = (
+        forgotten_closer(checker, start)
+        or closed_last_line(checker, start)
+        or closed_together(checker, begun, start)
+    )
     if found is None:
         return None
     return output.insert(*found)
@@ -106,6 +113,35 @@ def closed_last_line(checker: Checker, start: int) -> tuple[int, str] | None:
     return place if completes_with(checker, *place) else None
 
 
+def closed_together(checker: Checker, begun: int, start: int) -> tuple[int, str] | None:
+    """Where the text's last line is closers alone (`}`), and brackets opened on one line with
+    the last it closed are still open (`fill { repeat 36 {`), in a reply that stopped after that
+    line's end: their closers after its own (`}}`), at or after character `start`, where the
+    whole text is then complete. Brackets opened together close together; a reply cut short
+    after such a line goes on with those closers too. The brackets are read from the reply's
+    start, character `begun`; None where one closes there that it did not open."""
+    text = checker.text
+    end = len(text.rstrip())
+    line = text.rfind("\n", 0, end) + 1
+    if end < start or "\n" not in text[end:] or text[line:end].strip(" \t").strip("}])"):
+        return None
+    if begun and text[begun - 1] != "\n":  # from a line's start
+        begun = text.find("\n", begun) + 1 or len(text)
+    stack: list[_Open] = []
+    closed: list[_Open] = []
+    at = begun
+    for content in text[begun:end].split("\n"):
+        body = content.lstrip(" \t")
+        if not _read(body, content[: len(content) - len(body)], stack, at, closed):
+            return None
+        at += len(content) + 1
+    together = [b for b in stack if closed and b.line == closed[-1].line]
+    if not together or stack[-1] is not together[-1]:
+        return None
+    place = end, "".join(bracket.closer for bracket in reversed(together))
+    return place if completes_with(checker, *place) else None
+
+
 def _place(
     bracket: _Open, last_end: int, blank: tuple[int, int] | None, line: int, own_lines: bool
 ) -> tuple[int, str]:
@@ -132,9 +168,16 @@ def _breaks(bracket: _Open, indent: int, body: str, own_lines: bool) -> bool:
     return indent <= bracket.indent
 
 
-def _read(body: str, indentation: str, stack: list[_Open]) -> bool:
-    """Open and close the brackets of a line (those outside double-quoted strings) on `stack`;
-    False where a closer does not match the bracket open (the layout tells nothing then)."""
+def _read(
+    body: str,
+    indentation: str,
+    stack: list[_Open],
+    line: int = 0,
+    closed: list[_Open] | None = None,
+) -> bool:
+    """Open and close the brackets of a line (those outside double-quoted strings) on `stack`,
+    the line starting at character `line`; those it closes go on `closed`, when given. False
+    where a closer does not match the bracket open (the layout tells nothing then)."""
     quoted = escaped = False
     for column, char in enumerate(body, start=len(indentation)):
         if quoted:
@@ -142,9 +185,13 @@ def _read(body: str, indentation: str, stack: list[_Open]) -> bool:
         elif char == '"':
             quoted = True
         elif char in _PAIRS:
-            stack.append(_Open(_PAIRS[char], column, indentation))
-        elif char in _PAIRS.values() and (not stack or stack.pop().closer != char):
-            return False
+            stack.append(_Open(_PAIRS[char], column, indentation, line))
+        elif char in _PAIRS.values():
+            if not stack or stack[-1].closer != char:
+                return False
+            bracket = stack.pop()
+            if closed is not None:
+                closed.append(bracket)
     return True
 
 

@@ -313,6 +313,15 @@ FORGOTTEN_CLOSERS = [
     # closer after the line end: a call more, and the closer out of place).
     ("sexp", "((milk juice) (honey marmalade)\n", "((milk juice) (honey marmalade))\n", ")"),
     ("json", '{"a": [1, 2]\n', '{"a": [1, 2]}\n', "}"),
+    # Brackets opened on one line, the last line closing only the inner one: the outer closes
+    # with it (before, the API was asked to go on: a call more, the closer on a line after).
+    (
+        "turtle",
+        "fill { repeat 5 {\n    f150 r72\n}\n",
+        "fill { repeat 5 {\n    f150 r72\n}}\n",
+        "}",
+    ),
+    ("json", '[{\n  "a": 1\n}\n', '[{\n  "a": 1\n}]\n', "]"),
 ]
 
 
@@ -360,9 +369,10 @@ def test_a_closer_placed_lines_back_is_shown_in_its_place() -> None:
 
 def test_a_closer_left_out_is_not_placed_where_the_layout_shows_nothing() -> None:
     """A reply whose text lacks more than closers, that stopped inside a line or after an
-    opener, that leaves a bracket of an earlier line open, or text already passed on to
-    `on_text`: the API is asked to go on, as for a reply cut short."""
-    for draft in ['{\n  "a": 1,\n', '{"a": [1, 2', '{"a": [\n']:
+    opener, that leaves a bracket of an earlier line open (one its last closer's bracket was
+    not opened with), or text already passed on to `on_text`: the API is asked to go on, as
+    for a reply cut short."""
+    for draft in ['{\n  "a": 1,\n', '{"a": [1, 2', '{"a": [\n', '[\n  {\n    "a": 1\n  }\n']:
         assert repaired("json", draft).api_calls == 2, draft
     # A bracket of an earlier line open after the last: the reply may be cut short after a
     # whole line (a truncated one ends so as often as one that forgot its last closer).
