@@ -39,6 +39,7 @@ from backtrack.repair.notations import (
     moves_end_tag,
     spaced,
 )
+from backtrack.repair.spacing import glued
 from grammars import Checker
 
 Prefer = Callable[[list[str]], int]
@@ -93,7 +94,8 @@ def search(
             texts.setdefault(committed[: len(committed) - edit.back] + edit.insert + after, edit)
         if len(texts) > 1:
             chosen = list(texts.values())[prefer(list(texts))]
-    return _with_its_line(checker, _spaced(checker, chosen, rest), rest, floor)
+    chosen = _with_its_line(checker, _spaced(checker, chosen, rest), rest, floor)
+    return glued(checker, chosen, rest, floor)
 
 
 def _line_end(rest: str) -> int:

@@ -528,6 +528,29 @@ def test_notations_of_other_formats(grammar: str, draft: str, expected: str) -> 
 
 
 @pytest.mark.parametrize(
+    ("grammar", "draft", "expected"),
+    [
+        ("graphql", "query q($a: Boolean {\n  a\n}\n", "query q($a: Boolean) {\n  a\n}\n"),
+        ("html", '<img alt="x" />\n<p>a<br />b</p>\n', '<img alt="x">\n<p>a<br>b</p>\n'),
+        ("json", '{"a": [1, 2, ], "b": 3}', '{"a": [1, 2], "b": 3}'),
+        # Where the opener has a blank after it, so does the text before the closer.
+        ("json", '{ "a": [ 1, 2, ], "b": 3 }', '{ "a": [ 1, 2 ], "b": 3 }'),
+        ("graphql", "{ p( h: 1 { id } }", "{ p( h: 1 ){ id } }"),
+    ],
+)
+def test_a_closer_an_edit_leaves_is_spaced_as_its_opener(
+    grammar: str, draft: str, expected: str
+) -> None:
+    """A `)` inserted after `Boolean `, or a `/` or `,` deleted before a closer, left a blank
+    there (`Boolean ){`, `alt="x" >`, `[1, 2 ]`) where the opener had none after it."""
+    from benchmarks.corpora.other import load_other_grammar
+
+    loaded = grammar if grammar == "json" else load_other_grammar(grammar)
+    result = repaired(loaded, draft)
+    assert (result.text, result.api_calls, result.corrections) == (expected, 1, 0)
+
+
+@pytest.mark.parametrize(
     ("draft", "expected", "edit"),
     [
         # Left out: the one end tag the grammar allows, inserted before the draft's own.
