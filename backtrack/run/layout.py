@@ -49,8 +49,9 @@ class _Open(NamedTuple):
 
 def close_forgotten(output: Output, start: int) -> Repair | None:
     """Write a closer the API left out where the layout of the output's text from character
-    `start` puts it (`forgotten_closer`), or the closers its last line left open at that line's
-    end (`closed_last_line`), as an edit in its place, not before the last edit's end nor in
+    `start` puts it (`forgotten_closer`), the closers its last line left open at that line's
+    end (`closed_last_line`), or those of brackets opened with the last one it closed after
+    that (`closed_together`), as an edit in its place, not before the last edit's end nor in
     text already passed on; its record, or None."""
     begun, start = start, max(start, output.edit_end, output.passed)
     checker = output.checker
