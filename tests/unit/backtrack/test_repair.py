@@ -538,15 +538,16 @@ def test_notations_of_other_formats(grammar: str, draft: str, expected: str) -> 
         ("graphql", "{ p( h: 1 { id } }", "{ p( h: 1 ){ id } }"),
     ],
 )
+@pytest.mark.parametrize("chunk", [0, 1, 3], ids=["whole", "by-character", "streamed"])
 def test_a_closer_an_edit_leaves_is_spaced_as_its_opener(
-    grammar: str, draft: str, expected: str
+    grammar: str, draft: str, expected: str, chunk: int
 ) -> None:
     """A `)` inserted after `Boolean `, or a `/` or `,` deleted before a closer, left a blank
     there (`Boolean ){`, `alt="x" >`, `[1, 2 ]`) where the opener had none after it."""
     from benchmarks.corpora.other import load_other_grammar
 
     loaded = grammar if grammar == "json" else load_other_grammar(grammar)
-    result = repaired(loaded, draft)
+    result = repaired(loaded, draft, chunk=chunk)
     assert (result.text, result.api_calls, result.corrections) == (expected, 1, 0)
 
 
