@@ -30,9 +30,8 @@ def glued(checker: Checker, edit: Edit, rest: str, floor: int) -> Edit:
     after = rest[edit.skip :]
     inserts_closer = bool(edit.insert.strip(" \t"))
     closer = edit.insert if inserts_closer else after[:1]
-    if (not blanks and edit.insert == edit.insert.strip(" \t")) or start - blanks < floor:
-        return edit
-    if not _opener_glued(text, blanks, closer):
+    pads = bool(edit.insert) and not inserts_closer  # blanks inserted before the closer
+    if not (blanks or pads) or start - blanks < floor or not _opener_glued(text, blanks, closer):
         return edit
     moved = replace(
         edit,
@@ -42,8 +41,7 @@ def glued(checker: Checker, edit: Edit, rest: str, floor: int) -> Edit:
     )
     fitting = moved.insert + after[: edit.fits]
     checker.rollback(start - blanks)
-    fits = checker.fits(fitting)
-    checker.rollback(start - blanks)
+    fits = checker.fits(fitting)  # the state is unchanged
     checker.feed(committed[start - blanks :])
     return moved if fits == len(fitting) else edit
 

@@ -102,10 +102,13 @@ def closed_last_line(checker: Checker, start: int) -> tuple[int, str] | None:
     open (the text is not complete so), after an opener that ends the line, or where the reply
     stopped inside its line: a reply may be cut short after a whole line, or inside one."""
     text = checker.text
-    end = len(text.rstrip())
-    if end < start or "\n" not in text[end:] or text[end - 1 : end] in _PAIRS:
+    ended = _ended_last_line(text, start)
+    if ended is None:
         return None
-    content = text[text.rfind("\n", 0, end) + 1 : end]
+    line, end = ended
+    content = text[line:end]
+    if content[-1] in _PAIRS:  # after an opener that ends the line
+        return None
     body = content.lstrip(" \t")
     stack: list[_Open] = []
     if not _read(body, content[: len(content) - len(body)], stack) or not stack:
@@ -122,9 +125,11 @@ def closed_together(checker: Checker, begun: int, start: int) -> tuple[int, str]
     after such a line goes on with those closers too. The brackets are read from the reply's
     start, character `begun`; None where one closes there that it did not open."""
     text = checker.text
-    end = len(text.rstrip())
-    line = text.rfind("\n", 0, end) + 1
-    if end < start or "\n" not in text[end:] or text[line:end].strip(" \t").strip("}])"):
+    ended = _ended_last_line(text, start)
+    if ended is None:
+        return None
+    line, end = ended
+    if text[line:end].strip(" \t").strip("}])"):  # not closers alone
         return None
     if begun and text[begun - 1] != "\n":  # from a line's start
         begun = text.find("\n", begun) + 1 or len(text)
@@ -141,6 +146,16 @@ def closed_together(checker: Checker, begun: int, start: int) -> tuple[int, str]
         return None
     place = end, "".join(bracket.closer for bracket in reversed(together))
     return place if completes_with(checker, *place) else None
+
+
+def _ended_last_line(text: str, start: int) -> tuple[int, int] | None:
+    """Where the text's last line with content starts and its content ends, where the text
+    ends after that line's end and the content ends at or after character `start`; else None
+    (also for a text of blanks)."""
+    end = len(text.rstrip())
+    if not end or end < start or "\n" not in text[end:]:
+        return None
+    return text.rfind("\n", 0, end) + 1, end
 
 
 def _place(
