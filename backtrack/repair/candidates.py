@@ -32,6 +32,7 @@ from backtrack.repair.notations import (
     is_comment,
     moves_end_tag,
     quote_count,
+    remark_at,
     unlike_classes,
     word_at,
 )
@@ -207,10 +208,10 @@ def _requotes(removed: str, insert: str) -> bool:
     )
 
 
-def _ends_line_in_blanks(before: str, tail: str) -> bool:
-    """Whether text `before` ends in blanks that now end a line (`tail` goes on with a line end,
-    or is all of the draft's text)."""
-    return before[-1:] in (" ", "\t") and tail[:1] in ("\n", "\r", "")
+def _leaves_blanks(before: str, tail: str) -> bool:
+    """Whether text `before` ends in blanks that now stand before blanks, a line end, a mark
+    or a closer (`tail` goes on with one, or is all of the draft's text)."""
+    return before[-1:] in (" ", "\t") and tail[:1] in (" ", "\t", "\n", "\r", "", *",;)]}")
 
 
 def _takes_comment_apart(before: str, removed: str, tail: str) -> bool:
@@ -236,6 +237,19 @@ def _same_text(removed: str, insert: str) -> bool:
     return decoded(removed) == (len(removed), insert) or insert in conditional_forms(removed)
 
 
+def _aside_cost(before: str, removed: str, insert: str, tail: str) -> int | None:
+    """The cost of an edit of a comment or a bracketed remark (`removed` whole, after the text
+    `before`, `tail` after it): written in the grammar's notation, or deleted with the blanks
+    before it where they would be left before blanks, a line's end or a mark (`f200 l170  //
+    next side`, `709000 (approx.),`). A remark deleted costs one more: it may hold content.
+    None for other edits."""
+    if is_comment(removed.lstrip(" \t"), tail):
+        return 0 if insert else 1 + _leaves_blanks(before, tail)
+    if not insert and remark_at(removed) == len(removed):
+        return 2 + _leaves_blanks(before, tail)
+    return None
+
+
 def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) -> Candidate:
     """`edit`, which removes `removed` after the text `before` (its last CONTEXT characters) and
     leaves `tail` to read, with its cost and rank; `only`: the insert's skip (None: any)."""
@@ -244,10 +258,9 @@ def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) 
     tag_edit = only is not None and moves_end_tag(removed, insert)
     deletes = only is not None and not insert  # a notation's whole span, deleted
     quoted = only is not None and _requotes(removed, insert)
-    if only is not None and is_comment(removed.lstrip(" \t"), tail):
-        # Written in the grammar's notation, or deleted: with the blanks before it where it
-        # ran to its line's end (`f200 l170  // next side`), not leaving them there.
-        cost = 0 if insert else 1 + _ends_line_in_blanks(before, tail)
+    aside = _aside_cost(before, removed, insert, tail) if only is not None else None
+    if aside is not None:
+        cost = aside
     elif only is not None and _same_text(removed, insert):
         cost = 0  # an escape written as its character; a conditional in the grammar's order
     elif only == 0 and insert[:1].isalpha() and not removed:

@@ -20,6 +20,7 @@ from backtrack.repair.notations import (
     comment_at,
     is_end_tag,
     quoted_name,
+    remark_at,
     requoted,
     word_at,
     written,
@@ -48,6 +49,17 @@ def _comment_inserts(checker: Checker, rest: str) -> list[tuple[str, int | None]
         if checker.fits(written) == len(written) and _opens_comment(checker, other):
             found.append((written, length))
     return found
+
+
+def _remark_deletion(checker: Checker, rest: str) -> list[tuple[str, int | None]]:
+    """Where the draft goes on with a bracketed remark (`notations.remark_at`) and the grammar
+    refuses every bracket here: deleting it whole, with the blanks before it (` {a developing
+    move}` between a game's moves). Where a bracket of another kind fits, the bracket's kind is
+    the slip (`[a 1]` for `(a 1)`), not what it holds."""
+    length = remark_at(rest)
+    if length is None or any(checker.fits(opener) for opener in "([{"):
+        return []
+    return [("", length)]
 
 
 def _opens_comment(checker: Checker, opening: str) -> bool:
@@ -116,8 +128,10 @@ def inserts(
     inserts += _operator_inserts(checker, deleted, rest)
     if not deleted:
         inserts += _comment_inserts(checker, rest) + _requoted(following, rest)
-    elif not deleted.strip(" \t"):  # the blanks before a comment, deleted with it
+        inserts += _remark_deletion(checker, rest)
+    elif not deleted.strip(" \t"):  # the blanks before a comment or remark, deleted with it
         inserts += [(text, skip) for text, skip in _comment_inserts(checker, rest) if not text]
+        inserts += _remark_deletion(checker, rest)
     before = checker.text[-1:]
     starts = deleted and not (before.isalnum() or before in BARE)  # a value's start backed off
     bare = bare_value(deleted + rest) if starts else None

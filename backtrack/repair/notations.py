@@ -267,6 +267,35 @@ def comment_at(rest: str) -> tuple[int, str, str] | None:
     return None
 
 
+def remark_at(rest: str) -> int | None:
+    """When the draft goes on (after blanks) with a bracketed remark closed on its line (` {a
+    developing move}`, ` (approximately)`): its length with the blanks before it. None otherwise:
+    no opener, or its closer not on the line (brackets in double quotes do not count)."""
+    body = rest.lstrip(" \t")
+    if body[:1] not in _OPENS:
+        return None
+    open_: list[str] = []
+    quoted = escaped = False
+    for end, char in enumerate(body):
+        if char in "\r\n":
+            return None
+        if quoted:
+            quoted, escaped = char != '"' or escaped, char == "\\" and not escaped
+        elif char == '"':
+            quoted = True
+        elif char in _OPENS:
+            open_.append(_OPENS[char])
+        elif char in CLOSERS:
+            if open_.pop() != char:
+                return None
+            if not open_:
+                return len(rest) - len(body) + end + 1
+    return None
+
+
+_OPENS = {"(": ")", "[": "]", "{": "}"}
+
+
 def is_comment(text: str, after: str) -> bool:
     """Whether `text` is one whole comment where `after` follows it (a line comment runs to its
     line's end), maybe with the line end after it."""

@@ -139,11 +139,17 @@ SLIPS = [
     ("python_expr", "x = 1; y = 2; z = x + y", "x = 1\ny = 2\nz = x + y"),
     ("sqlite", "-- all\n# rows\nSELECT a FROM t;", "-- all\n-- rows\nSELECT a FROM t;"),
     # A comment where the grammar has none: deleted as one edit, its line's end kept, and with
-    # it the blanks before it, which would end the line.
+    # it the blanks before it, which would end the line or stand before others.
     ("json", '{"port": 8080, // the default\n "host": "a"}', '{"port": 8080,\n "host": "a"}'),
     ("json", '{"port": 8080,\t// the default\n "host": "a"}', '{"port": 8080,\n "host": "a"}'),
-    ("json", '{"port": 8080, /* the default */ "host": "a"}', '{"port": 8080,  "host": "a"}'),
+    ("json", '{"port": 8080, /* the default */ "host": "a"}', '{"port": 8080, "host": "a"}'),
     ("sqlite", "SELECT a FROM t # rows\nWHERE b = 1;", "SELECT a FROM t -- rows\nWHERE b = 1;"),
+    # A bracketed remark where the grammar takes no bracket: deleted whole, with the blanks
+    # before it where a mark follows (before, the local model wrote a value's end and the API
+    # was asked again).
+    ("json", '{"pop": 709000 (approx.), "city": "Oslo"}', '{"pop": 709000, "city": "Oslo"}'),
+    ("json", '{"n": 3 (three) }', '{"n": 3 }'),
+    ("json", "[1, 2 (two) , 3]", "[1, 2 , 3]"),
 ]
 
 
@@ -157,6 +163,13 @@ def test_a_slip_is_repaired_with_one_call(
     assert (result.valid, result.api_calls, result.corrections) == (True, 1, 0)
     assert result.repairs >= 1
     assert "".join(s.text for s in result.trace.spans if s.origin in OUTPUT_ORIGINS) == expected
+
+
+def test_a_bracket_where_the_grammar_takes_another_is_no_remark_to_delete() -> None:
+    """Where a bracket fits at the slip, what the draft's bracket holds is the API's: an
+    operator goes before `(x + 4)`, and a list's `[x 1]` keeps `x 1`."""
+    assert "(x + 4) + 1" in repaired("arithmetic", "2(x + 4) + 1").text
+    assert "x 1" in repaired(load_unseen_grammar("sexp"), "(define [x 1])\n(a b)\n").text
 
 
 @pytest.mark.parametrize("chunk", [0, 3], ids=["whole", "streamed"])
@@ -260,6 +273,14 @@ UNSEEN_SLIPS = [
         "asm6502",
         "start LDY #$FF\nloop2: DEX   ; X = X - 1\n      BNE loop2\n",
         "start LDY #$FF\nloop2 DEX   ; X = X - 1\n      BNE loop2\n",
+    ),
+    # A game's comment in braces, which the grammar does not have: deleted whole with the
+    # blank before it, one edit (before, a correction and a second call), also with an inner
+    # bracket; not the game's moves after it.
+    (
+        "chess",
+        "1. d4 Nf6\n2. c4 e6 {the Nimzo [or Queen's Indian] is near}\n3. Nc3 Bb4\n4. Qc2 O-O\n",
+        "1. d4 Nf6\n2. c4 e6\n3. Nc3 Bb4\n4. Qc2 O-O\n",
     ),
     # A bracket the API opened is closed, not deleted (`LDA $30,Y`): one edit either way.
     (
