@@ -214,6 +214,20 @@ def _leaves_blanks(before: str, tail: str) -> bool:
     return before[-1:] in (" ", "\t") and tail[:1] in (" ", "\t", "\n", "\r", "", *",;)]}")
 
 
+def _closer_astray(before: str, insert: str, tail: str) -> bool:
+    """Whether `insert` puts a closer away from what it closes: after a separator (`;]`), inside
+    a word (`s168]2`), or at a line's start with more on its line (`\n\t]A1 -> B1`, `\n]}`). It
+    goes right after the content: `[shape=plaintext];` (one edit more, so a closer there wins
+    the tie)."""
+    if not insert or insert[0] not in CLOSERS:
+        return False
+    after = (insert[1:] + tail)[:1]
+    line_start = before.rstrip(" \t")[-1:] in ("\n", "\r")
+    alone = tail.lstrip(" \t")[:1] in ("", "\n", "\r")  # nothing else on its line
+    splits = before[-1:].isalnum() and after.isalnum()
+    return before[-1:] in (",", ";") or splits or (line_start and not alone)
+
+
 def _takes_comment_apart(before: str, removed: str, tail: str) -> bool:
     """Whether the edit takes away the start of what reads as a line comment after blanks, not
     all of it (`))  ; done` read as two statements, `; ` as a line end): one edit more than
@@ -288,6 +302,7 @@ def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) 
             + flips_tag(before, removed, insert, tail)
             + (word_swap and renames_key(before, removed, insert, tail)) * len(insert)
             + _takes_comment_apart(before, removed, tail)
+            + _closer_astray(before, insert, tail)
         )
     loose = edit_distance(removed.lower(), insert.lower())
     # Not made up: the end tag the grammar allows, left out (of one inserted and the draft's own

@@ -110,8 +110,8 @@ def inserts(
         marks = [chr(b) for b in sorted(following & _INSERTABLE - _ALNUM_BYTES)]
         inserts += [(mark, None) for mark in marks]
         # ... or a closing bracket further back, the backed-off text read again after it: the
-        # `]` the draft forgot before `, "size"`.
-        if deleted.strip():
+        # `]` the draft forgot before `, "size"`, or before its line's end.
+        if deleted:
             inserts += [(mark + deleted, 0) for mark in marks if mark in CLOSERS]
     elif rest[:1] in ("\r", "\n"):
         # Free text cut at a line's end, which it refuses: its closing bracket or quote was left

@@ -1,6 +1,6 @@
 """A third repair corpus, from grammars the project neither ships nor has tuned on.
 
-Six grammars of different kinds, taken from public grammar collections (each .lark file in
+Seven grammars of different kinds, taken from public grammar collections (each .lark file in
 benchmarks/corpora/unseen/ names its source, repository and commit, and what was changed in
 translation; all compile under llguidance and lark, which read every document and draft alike;
 sexp.lark and asm6502.lark describe the one odd text each where they differ):
@@ -13,6 +13,7 @@ sexp.lark and asm6502.lark describe the one odd text each where they differ):
 | sexp    | nested data, not JSON    | antlr/grammars-v4 sexpression/sexpression.g4 (by hand)  |
 | asm6502 | assembly                 | antlr/grammars-v4 asm/asm6502/asm6502.g4 (by hand)      |
 | mdlist  | line-based markdown list | ggerganov/llama.cpp grammars/list.gbnf (GBNF, by hand)  |
+| dot     | graph description (DOT)  | antlr/grammars-v4 dot/DOT.g4 (by hand)                  |
 
 The intended documents are files in benchmarks/corpora/unseen/documents/, named
 <grammar>-<key>.txt; `DOCUMENTS` gives each one's source (real files from public repositories
@@ -175,6 +176,20 @@ LANGUAGES = {
                 Dialect("nested", r"^- ", "  - ", "an item indented as a sub-item"),
             ),
         ),
+        Language(
+            "dot",
+            "Graphviz DOT graph",
+            "dot",
+            r"\](?=;)",
+            r";(?=\n)",
+            "  # the main path",
+            (
+                Dialect("colon", r"\b(label|color|shape) ?= ?", r"\1: ", "`key: value` (YAML)"),
+                Dialect("mermaid-arrow", r"->", "-->", "Mermaid's arrow `a --> b`"),
+                Dialect("single-quotes", r'"([^"\\\n]*)"', r"'\1'", "'single' quotes"),
+                Dialect("bare-label", r'(label ?= ?)"([^"\n]*)"', r"\1\2", "a label unquoted"),
+            ),
+        ),
     )
 }
 GRAMMARS = tuple(LANGUAGES)
@@ -201,6 +216,7 @@ _DEEP_BLUE = (
 )
 _PGN_NOTE = "the moves rewritten one pair a line (`1.Nf3 d5` as `1. Nf3 d5`)"
 _WRITTEN = "written here"
+_GV4_DOT = f"{_GV4} @ aca577d9e30e591eacbc414f1280f22645412af4, dot/examples"
 
 
 @dataclass(frozen=True)
@@ -358,6 +374,37 @@ DOCUMENTS = (
         "A markdown list of five projects using lark (Poetry, tartiflette, PyQuil, Preql, "
         "Hypothesis), each with its link and a short description.",
         f"{_README}, section Projects using Lark, its first five (the one-space indent dropped)",
+    ),
+    Document(
+        "dot",
+        "cluster",
+        "A DOT digraph G: two filled clusters, process #1 (a0 to a3, light grey, white nodes) "
+        "and process #2 (b0 to b3, blue), edges from start to both and on to end, with start a "
+        "Mdiamond and end a Msquare.",
+        f"{_GV4_DOT}/cluster.dot",
+    ),
+    Document(
+        "dot",
+        "dg",
+        "A DOT digraph g of plaintext nodes: A1 A2 A3 over B1 B2 B3, A1 to A2 labelled f, A2 to A3 "
+        "g, B2 to B3 g', B1 to B3 (g o f)' through the south ports, each row ranked the same.",
+        f"{_GV4_DOT}/dg.dot",
+    ),
+    Document(
+        "dot",
+        "java-guard",
+        "The DOT graph of the ATN of Java's guard rule, left to right: states 218, 1680, 1681, "
+        "1682 and the accepting 219; 'when' then <expression[0]> between epsilon edges.",
+        f"{_GV4_DOT}/java/JavaParser.guard.dot",
+    ),
+    Document(
+        "dot",
+        "unix",
+        "The start of a DOT digraph unix (Object Oriented Graphs, Stephen North, 3/19/93): graph "
+        "and node defaults, the 5th and 6th Edition, PWB 1.0 and LSX as polygons, and the 5th "
+        "Edition's two edges.",
+        f"{_GV4_DOT}/crazy.dot, its first 17 lines, its lines 55-56 (the two edges among "
+        "those nodes) and a closing brace",
     ),
 )
 

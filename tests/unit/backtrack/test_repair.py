@@ -150,6 +150,8 @@ SLIPS = [
     ("json", '{"pop": 709000 (approx.), "city": "Oslo"}', '{"pop": 709000, "city": "Oslo"}'),
     ("json", '{"n": 3 (three) }', '{"n": 3 }'),
     ("json", "[1, 2 (two) , 3]", "[1, 2 , 3]"),
+    # A bracket left open closes where its content ends, before the line's end (before, `\n]}`).
+    ("json", '{\n  "a": [1, 2\n}', '{\n  "a": [1, 2]\n}'),
 ]
 
 
@@ -282,6 +284,20 @@ UNSEEN_SLIPS = [
         "1. d4 Nf6\n2. c4 e6 {the Nimzo [or Queen's Indian] is near}\n3. Nc3 Bb4\n4. Qc2 O-O\n",
         "1. d4 Nf6\n2. c4 e6\n3. Nc3 Bb4\n4. Qc2 O-O\n",
     ),
+    # An attribute list's `]` left out: closed right after its content, before the statement's
+    # `;`, not after the separator, at the next line's start (`\n\t]A1 -> B1`, the next
+    # statement read as more attributes up to its `->`), or inside a name (`s2]2`).
+    (
+        "dot",
+        "digraph g {\n\tnode [shape=plaintext;\n\tA1 -> B1;\n}\n",
+        "digraph g {\n\tnode [shape=plaintext];\n\tA1 -> B1;\n}\n",
+    ),
+    (
+        "dot",
+        "digraph g {\ns1 [label=a;\ns22 -> s3;\n}\n",
+        "digraph g {\ns1 [label=a];\ns22 -> s3;\n}\n",
+    ),
+    ("dot", "digraph g {\n\ta [shape=box;\n}\n", "digraph g {\n\ta [shape=box];\n}\n"),
     # A bracket the API opened is closed, not deleted (`LDA $30,Y`): one edit either way.
     (
         "asm6502",
