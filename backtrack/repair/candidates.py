@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from backtrack.repair.block_end import block_end
 from backtrack.repair.conditionals import conditional_forms, conditionals
 from backtrack.repair.fields import quoted_fields, quoted_pieces
 from backtrack.repair.inserts import end_tags, escapes, inserts
@@ -110,6 +111,12 @@ def candidates(
         for move in reach(checker, committed, rest, floor):
             found += _candidate(checker, committed, move, rest, move[2])
         checker.feed(committed[checker.chars :])
+    block = block_end(committed, floor)
+    if block is not None:  # the closer where the layout ended its block, the rest read again
+        at, closer = block
+        checker.rollback(at)
+        found += _candidate(checker, committed, (base - at, closer + committed[at:], 0), rest, 0)
+        checker.feed(committed[at:])
     for back in range(min(limits.max_back, base - floor) + 1):
         checker.rollback(base - back)
         deleted = committed[base - back :]
@@ -120,7 +127,36 @@ def candidates(
                 if skip and skip == len(rest) and only is None and _made_up(deleted, rest, insert):
                     continue  # the draft's whole rest replaced: that is no resynchronisation
                 found += _candidate(checker, committed, (back, insert, skip), rest, only)
-    return found
+    return _past_block_end(found, base, block, limits.min_fit)
+
+
+def _past_block_end(
+    found: list[Candidate], base: int, block: tuple[int, str] | None, need: int
+) -> list[Candidate]:
+    """The candidates, where one writes the block's closer where the layout ended the block
+    (`block`: that place in the committed text, `base` long, and the closer) and `need`
+    characters of the rest fit after it, those that write it after that place, or drop an
+    opener of the line after it, one edit dearer: a closer goes where its block ended, and the
+    next line's own brackets stay (`s218[`, not `s218`)."""
+    if block is None:
+        return found
+    at, closer = block
+    placed = (c for c in found if c.edit.back == base - at and c.edit.insert[:1] == closer)
+    if not any(c.reads(need) for c in placed):
+        return found
+    return [
+        replace(c, edit=replace(c.edit, cost=c.edit.cost + 1))
+        if _past(c.edit, base - at, closer)
+        else c
+        for c in found
+    ]
+
+
+def _past(edit: Edit, back: int, closer: str) -> bool:
+    """Whether `edit` writes `closer` after the place `back` characters before the cut, or
+    drops an opener there."""
+    removed = (edit.deleted + edit.skipped).strip(" \t")
+    return edit.back < back and (edit.insert[:1] == closer or removed in _OPENERS)
 
 
 def _made_up(deleted: str, rest: str, insert: str) -> bool:
@@ -212,6 +248,9 @@ def _leaves_blanks(before: str, tail: str) -> bool:
     """Whether text `before` ends in blanks that now stand before blanks, a line end, a mark
     or a closer (`tail` goes on with one, or is all of the draft's text)."""
     return before[-1:] in (" ", "\t") and tail[:1] in (" ", "\t", "\n", "\r", "", *",;)]}")
+
+
+_OPENERS = ("(", "[", "{")
 
 
 def _closer_astray(before: str, insert: str, tail: str) -> bool:

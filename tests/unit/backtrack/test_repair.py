@@ -298,6 +298,19 @@ UNSEEN_SLIPS = [
         "digraph g {\ns1 [label=a];\ns22 -> s3;\n}\n",
     ),
     ("dot", "digraph g {\n\ta [shape=box;\n}\n", "digraph g {\n\ta [shape=box];\n}\n"),
+    # Where the next line, as deep as the list's, slips further on than a repair reaches back
+    # by characters: the `]` at the end of the list's line all the same, where the layout
+    # ended the list, not after the next node's name (`s218][`), nor that node's `[` deleted.
+    (
+        "dot",
+        'digraph g {\ns1 [label=a, shape=circle;\ns218[fontsize=11, label="x"];\ns1 -> s218;\n}\n',
+        'digraph g {\ns1 [label=a, shape=circle];\ns218[fontsize=11, label="x"];\ns1 -> s218;\n}\n',
+    ),
+    (
+        "dot",
+        'digraph g {\n\t"5th" [sides=9, color=salmon2;\n\t"6th" [sides=5, color=blue];\n}\n',
+        'digraph g {\n\t"5th" [sides=9, color=salmon2];\n\t"6th" [sides=5, color=blue];\n}\n',
+    ),
     # A bracket the API opened is closed, not deleted (`LDA $30,Y`): one edit either way.
     (
         "asm6502",
