@@ -86,7 +86,7 @@ _PART_END = re.compile(r"_+|(?<=[a-z0-9])(?=[A-Z])")  # where a word's first par
 class Candidate:
     edit: Edit
     tail: str  # the draft's rest after the skip
-    rank: tuple[int, int, int, int, int]  # after the cost, lower first: see _scored
+    rank: tuple[int, int, int, int, int, int]  # after the cost, lower first: see _scored
     own: int = 0  # characters of the insert that are the skipped text's own (a wrapper's value)
 
     @property
@@ -277,6 +277,19 @@ def _takes_comment_apart(before: str, removed: str, tail: str) -> bool:
     return spaced and comment is not None and 0 < len(opening) < comment[0]
 
 
+def _deletes_lone(before: str, removed: str, insert: str, tail: str) -> bool:
+    """Whether the edit, in all, deletes one character that doubles neither character beside
+    it: of two such edits that read the draft alike, one deleting a doubled character is
+    likelier the slip (`-->` as `->`, not `--`)."""
+    if len(removed) != len(insert) + 1:
+        return False
+    at = 0 if removed.endswith(insert) else len(insert) if removed.startswith(insert) else -1
+    if at < 0:
+        return False
+    left, right = (before + removed[:at])[-1:], (removed[at + 1 :] + tail)[:1]
+    return removed[at] not in (left, right)
+
+
 def _closes(removed: str, insert: str) -> bool:
     """Whether `insert` is closing brackets and then the `removed` text read again."""
     opened = insert[: len(insert) - len(removed)]
@@ -344,12 +357,12 @@ def _scored(before: str, edit: Edit, removed: str, tail: str, only: int | None) 
             + _closer_astray(before, insert, tail)
         )
     loose = edit_distance(removed.lower(), insert.lower())
-    # Not made up: the end tag the grammar allows, left out (of one inserted and the draft's own
-    # deleted, the first closes what the API opened, the second leaves it open past where it
-    # ended); quotes around the API's own value (`aria-label="nav"`, not `aria-label-nav`); a
-    # bracket closed where the API opened it (`LDA ($30),Y`, not `LDA $30,Y`, which drops one).
+    # Not made up: the end tag the grammar allows, left out (inserted, it closes what the API
+    # opened; the draft's deleted would leave it open); quotes around the API's own value
+    # (`aria-label="nav"`, not `aria-label-nav`); a bracket closed where the API opened it.
     kept = tag_edit or quoted or _closes(removed, insert)
     invented = 0 if kept else len(insert) - common(removed, insert)
     unlike = 0 if tag_edit else unlike_classes(removed, insert)
-    rank = (unlike, -(edit.skip + edit.fits), invented, loose, edit.back)
+    lone = _deletes_lone(before, removed, insert, tail)
+    rank = (unlike, -(edit.skip + edit.fits), invented, loose, lone, edit.back)
     return Candidate(replace(edit, cost=cost), tail, rank, own)

@@ -11,7 +11,9 @@ twice or swapped, as a bracket is, or what another notation's slip means
 (backtrack.repair.notations:
 operators, other dialects' phrases, comments, escapes). A JSON member the grammar has no place
 for (a key a schema lacks) is skipped whole, as two edits (a name and its value: a quoted name
-made bare, one edit, goes first). The engine checks each candidate in microseconds
+made bare, one edit, goes first). A closer the draft left out may also go where its layout
+ended the block, further back (backtrack.repair.block_end); a bracketed remark where the
+grammar takes no bracket is deleted whole. The engine checks each candidate in microseconds
 without changing state (`Checker.fits`).
 
 The best candidate is the one after which the most of R fits (all of it, ending a complete text,

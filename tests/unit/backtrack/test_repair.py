@@ -311,6 +311,9 @@ UNSEEN_SLIPS = [
         'digraph g {\n\t"5th" [sides=9, color=salmon2;\n\t"6th" [sides=5, color=blue];\n}\n',
         'digraph g {\n\t"5th" [sides=9, color=salmon2];\n\t"6th" [sides=5, color=blue];\n}\n',
     ),
+    # Mermaid's arrow: of the two characters that may go, the doubled one (`->`, not the
+    # undirected `--`): one edit either way.
+    ("dot", "digraph g {\n\ta --> b;\n\tb -> c;\n}\n", "digraph g {\n\ta -> b;\n\tb -> c;\n}\n"),
     # A bracket the API opened is closed, not deleted (`LDA $30,Y`): one edit either way.
     (
         "asm6502",
