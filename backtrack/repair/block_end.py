@@ -10,7 +10,7 @@ is one edit more (backtrack.repair.candidates)."""
 from __future__ import annotations
 
 _PAIRS = {"(": ")", "[": "]", "{": "}"}
-_REACH = 512  # characters before the cut's line read for the open bracket
+_REACH = 512  # characters read before the cut's line for the open bracket, and of that line
 _AFTER_CONTENT = " \t\r\n;,"  # what the closer goes before, at the end of a line
 
 
@@ -24,7 +24,9 @@ def block_end(committed: str, floor: int) -> tuple[int, str] | None:
         return None
     start = max(floor, line - _REACH)
     if start and committed[start - 1] != "\n":  # from a line's start
-        start = committed.find("\n", start) + 1
+        start = committed.find("\n", start, line) + 1
+    if not start and line > _REACH or len(committed) - line > _REACH:
+        return None  # no line starts within reach, or the cut's line is longer than that
     stack = _open(committed, start)
     if not stack or stack[-1][0] >= line:
         return None

@@ -37,6 +37,8 @@ def test_a_line_no_deeper_than_the_brackets_shows_where_its_block_ended(
         "digraph g {\n\tnode [shape=plaintext; A1 -",  # one line: a repair's own reach
         LIST + "]",  # the line starts with a closer
         '{\n  "a": "[",\n  "b"',  # a bracket in a string
+        "x [\n" + "a " * 300,  # the cut's line longer than the reach: not read
+        "x [\n" + "  a\n" * 200 + "b",  # the bracket opened further back than the reach
     ],
 )
 def test_no_place_where_the_layout_shows_none(committed: str) -> None:
