@@ -25,7 +25,7 @@ def block_end(committed: str, floor: int) -> tuple[int, str] | None:
     start = max(floor, line - _REACH)
     if start and committed[start - 1] != "\n":  # from a line's start
         start = committed.find("\n", start, line) + 1
-    if not start and line > _REACH or len(committed) - line > _REACH:
+    if (not start and line > _REACH) or len(committed) - line > _REACH:
         return None  # no line starts within reach, or the cut's line is longer than that
     stack = _open(committed, start)
     if not stack or stack[-1][0] >= line:
