@@ -9,7 +9,8 @@ is one edit more (backtrack.repair.candidates)."""
 
 from __future__ import annotations
 
-_PAIRS = {"(": ")", "[": "]", "{": "}"}
+from backtrack.repair.notations import BRACKETS, brackets
+
 _REACH = 512  # characters read before the cut's line for the open bracket, and of that line
 _AFTER_CONTENT = " \t\r\n;,"  # what the closer goes before, at the end of a line
 
@@ -20,7 +21,7 @@ def block_end(committed: str, floor: int) -> tuple[int, str] | None:
     that line (not starting with a closer) is no deeper than the bracket's; the place is the
     end of the content of the line before, at or after character `floor`. None otherwise."""
     line = committed.rfind("\n") + 1
-    if not line or committed[line:].lstrip(" \t")[:1] in _PAIRS.values():
+    if not line or committed[line:].lstrip(" \t")[:1] in BRACKETS.values():
         return None
     start = max(floor, line - _REACH)
     if start and committed[start - 1] != "\n":  # from a line's start
@@ -43,16 +44,10 @@ def _open(text: str, start: int) -> list[tuple[int, str]]:
     strings aside): where each is, and its closer; empty where a closer does not match the
     bracket open."""
     stack: list[tuple[int, str]] = []
-    quoted = escaped = False
-    for at in range(start, len(text)):
-        char = text[at]
-        if quoted:
-            quoted, escaped = char != '"' or escaped, char == "\\" and not escaped
-        elif char == '"':
-            quoted = True
-        elif char in _PAIRS:
-            stack.append((at, _PAIRS[char]))
-        elif char in _PAIRS.values() and stack:  # else it closes one opened before `start`
+    for at, char in brackets(text, start):
+        if char in BRACKETS:
+            stack.append((at, BRACKETS[char]))
+        elif stack:  # else it closes one opened before `start`
             if stack[-1][1] != char:
                 return []
             stack.pop()

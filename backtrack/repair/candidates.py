@@ -20,6 +20,7 @@ from backtrack.repair.json_shapes import (
     wrapped_values,
 )
 from backtrack.repair.notations import (
+    BRACKETS,
     CLOSERS,
     CONTEXT,
     changes_words,
@@ -156,7 +157,7 @@ def _past(edit: Edit, back: int, closer: str) -> bool:
     """Whether `edit` writes `closer` after the place `back` characters before the cut, or
     drops an opener there."""
     removed = (edit.deleted + edit.skipped).strip(" \t")
-    return edit.back < back and (edit.insert[:1] == closer or removed in _OPENERS)
+    return edit.back < back and (edit.insert[:1] == closer or removed in BRACKETS)
 
 
 def _made_up(deleted: str, rest: str, insert: str) -> bool:
@@ -248,9 +249,6 @@ def _leaves_blanks(before: str, tail: str) -> bool:
     """Whether text `before` ends in blanks that now stand before blanks, a line end, a mark
     or a closer (`tail` goes on with one, or is all of the draft's text)."""
     return before[-1:] in (" ", "\t") and tail[:1] in (" ", "\t", "\n", "\r", "", *",;)]}")
-
-
-_OPENERS = ("(", "[", "{")
 
 
 def _closer_astray(before: str, insert: str, tail: str) -> bool:

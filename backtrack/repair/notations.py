@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from backtrack.repair.conditionals import conditional_forms
 
@@ -27,7 +27,24 @@ def edit_distance(a: str, b: str) -> int:
     return row[-1]
 
 
+BRACKETS = {"(": ")", "[": "]", "{": "}"}  # each opener with its closer
 CLOSERS = ")]}"
+
+
+def brackets(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
+    """The brackets of `text` from character `start` on, outside double-quoted strings (a `"`
+    escaped in one does not end it), each with where it is."""
+    quoted = escaped = False
+    for at in range(start, len(text)):
+        char = text[at]
+        if quoted:
+            quoted, escaped = char != '"' or escaped, char == "\\" and not escaped
+        elif char == '"':
+            quoted = True
+        elif char in BRACKETS or char in CLOSERS:
+            yield at, char
+
+
 # Characters that look alike, each with those it may stand for: one edit, though a letter or a
 # digit inserted on its own is made-up content.
 LOOK_ALIKES = {"0": "O", "O": "0", "1": "lI", "l": "1", "I": "1"}
@@ -272,28 +289,17 @@ def remark_at(rest: str) -> int | None:
     developing move}`, ` (approximately)`): its length with the blanks before it. None otherwise:
     no opener, or its closer not on the line (brackets in double quotes do not count)."""
     body = rest.lstrip(" \t")
-    if body[:1] not in _OPENS:
+    if body[:1] not in BRACKETS:
         return None
     open_: list[str] = []
-    quoted = escaped = False
-    for end, char in enumerate(body):
-        if char in "\r\n":
+    for end, char in brackets(re.split(r"[\r\n]", body, maxsplit=1)[0]):
+        if char in BRACKETS:
+            open_.append(BRACKETS[char])
+        elif open_.pop() != char:
             return None
-        if quoted:
-            quoted, escaped = char != '"' or escaped, char == "\\" and not escaped
-        elif char == '"':
-            quoted = True
-        elif char in _OPENS:
-            open_.append(_OPENS[char])
-        elif char in CLOSERS:
-            if open_.pop() != char:
-                return None
-            if not open_:
-                return len(rest) - len(body) + end + 1
+        elif not open_:
+            return len(rest) - len(body) + end + 1
     return None
-
-
-_OPENS = {"(": ")", "[": "]", "{": "}"}
 
 
 def is_comment(text: str, after: str) -> bool:

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from backtrack.repair.notations import BRACKETS, brackets
+
 if TYPE_CHECKING:
     from backtrack.run.output import Output
     from backtrack.trace.record import Repair
     from grammars import Checker
-
-_PAIRS = {"(": ")", "[": "]", "{": "}"}
 
 
 class _Open(NamedTuple):
@@ -74,7 +74,7 @@ def forgotten_closer(checker: Checker, start: int) -> tuple[int, str] | None:
     if start and text[start - 1] != "\n":  # from a line's start: columns count from there
         start = text.find("\n", start) + 1 or len(text)
     lines = text[start:].splitlines(keepends=True)
-    own_lines = any(line.lstrip(" \t")[:1] in _PAIRS.values() for line in lines[1:])
+    own_lines = any(line.lstrip(" \t")[:1] in BRACKETS.values() for line in lines[1:])
     stack: list[_Open] = []
     at, last_end = start, None  # where the line starts; the previous content line's end
     blank: tuple[int, int] | None = None  # a blank line right before: (its end, its indentation)
@@ -107,7 +107,7 @@ def closed_last_line(checker: Checker, start: int) -> tuple[int, str] | None:
         return None
     line, end = ended
     content = text[line:end]
-    if content[-1] in _PAIRS:  # after an opener that ends the line
+    if content[-1] in BRACKETS:  # after an opener that ends the line
         return None
     body = content.lstrip(" \t")
     stack: list[_Open] = []
@@ -179,7 +179,7 @@ def _breaks(bracket: _Open, indent: int, body: str, own_lines: bool) -> bool:
     that starts at or left of the bracket."""
     if not own_lines:
         return indent <= bracket.column
-    if body[0] in _PAIRS.values():
+    if body[0] in BRACKETS.values():
         return indent < bracket.indent
     return indent <= bracket.indent
 
@@ -194,15 +194,10 @@ def _read(
     """Open and close the brackets of a line (those outside double-quoted strings) on `stack`,
     the line starting at character `line`; those it closes go on `closed`, when given. False
     where a closer does not match the bracket open (the layout tells nothing then)."""
-    quoted = escaped = False
-    for column, char in enumerate(body, start=len(indentation)):
-        if quoted:
-            quoted, escaped = char != '"' or escaped, char == "\\" and not escaped
-        elif char == '"':
-            quoted = True
-        elif char in _PAIRS:
-            stack.append(_Open(_PAIRS[char], column, indentation, line))
-        elif char in _PAIRS.values():
+    for at, char in brackets(body):
+        if char in BRACKETS:
+            stack.append(_Open(BRACKETS[char], len(indentation) + at, indentation, line))
+        else:
             if not stack or stack[-1].closer != char:
                 return False
             bracket = stack.pop()
