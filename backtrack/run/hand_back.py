@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from backtrack.repair.candidates import Edit, skips
 from backtrack.run.output import REPAIR_LIMITS
-from backtrack.run.trailing import CLOSERS
+from backtrack.run.trailing import BLANKS_OR_END, CLOSERS
 
 if TYPE_CHECKING:
     from backtrack.run.output import Output
@@ -35,6 +35,8 @@ class HandBack:
     # The rest is the run's own text after a key a JSON schema's settling inserted: the target
     # writes the key's value, and the rest is reused after it (a completion would write it anew).
     settled: bool = False
+    # The rest was kept once for a correction that stopped inside a word (`_mid_word`).
+    waited: bool = False
 
     @classmethod
     def after_settling(cls, rest: str | None) -> HandBack:
@@ -88,8 +90,12 @@ class HandBack:
         of it is reusable so, nor does it fit whole, the fewest of its first characters (as a
         repair skips: up to `REPAIR_LIMITS.max_skip`, or its first word) after which it is are
         skipped. Where what is reused starts a line of its own, the correction's `blanks` at the
-        committed text's end go: the draft's layout goes on, not a blank line. Returns what was
-        reused, and the repair that skipped, if one did."""
+        committed text's end go: the draft's layout goes on, not a blank line. Where none is
+        reusable and the correction stopped inside a word (`_mid_word`: an enum's opening `"`),
+        the rest stays for the target's next correction, once a cut: asked to go on from there,
+        the API writes a word the grammar refuses (SmolLM2's `"severity": "42"`) and takes a call
+        more, while the rest may fit once the word is written (`"medium"`, then `,\n "steps"`).
+        Returns what was reused, and the repair that skipped, if one did."""
         rest, self.rest = self.rest, ""
         checker = output.checker
         if not rest or checker.in_free_text():
@@ -104,6 +110,8 @@ class HandBack:
             if taken == len(rest):
                 return "", None  # it fits whole (`]` short of the text's end): no slip to skip
         else:
+            if not self.waited and _mid_word(checker):
+                self.rest, self.waited = rest, True
             return "", None
         reused, self.rest = rest[skip : skip + reusable], rest[skip + reusable :]
         if blanks and reused.lstrip(" \t")[:1] in ("\n", "\r"):
@@ -127,6 +135,12 @@ def _reusable(checker: Checker, rest: str, min_chars: int) -> tuple[int, int]:
     if taken == len(rest) and (complete or taken >= min_chars):
         return taken, taken
     return taken, taken if taken >= min_chars and not inside else 0
+
+
+def _mid_word(checker: Checker) -> bool:
+    """Whether the text stands inside a word of the grammar's (no blank may follow, nor may it
+    end there), not a string's free text: the draft's rest cannot go on from there."""
+    return not checker.next_bytes() & BLANKS_OR_END and not checker.in_free_text()
 
 
 def _take_back_blanks(output: Output, blanks: int, reused: str) -> None:

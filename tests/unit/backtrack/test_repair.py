@@ -722,6 +722,40 @@ def test_a_value_the_schema_refuses_is_replaced_and_the_draft_goes_on_after_it(
     assert shown[shown.index(("correction", '"high"')) + 1] == ("skipped", "3")
 
 
+@pytest.mark.parametrize(
+    ("written", "calls"),
+    [(('"', 'high"'), (1, 2)), (('"', "hi"), (2, 2))],
+    ids=["the-word-ends", "still-inside-it"],
+)
+def test_a_correction_that_stops_inside_a_word_goes_on_before_the_api_is_asked_again(
+    written: tuple[str, ...], calls: tuple[int, int]
+) -> None:
+    """SmolLM2 wrote an enum's opening quote and stopped (a quote ends a lexeme as often as it
+    begins one); the API, asked to go on inside the word, wrote `42"` (a call more, and the target
+    wrote the rest of the document). The draft's rest stays for one more correction: once the
+    word is written, it is reused; where the text is still inside the word then, the API goes on
+    from there."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "severity": {"enum": ["low", "medium", "high"]},
+            "steps": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["severity", "steps"],
+        "additionalProperties": False,
+    }
+    draft = '{\n  "severity": 3,\n  "steps": [\n    "open"\n  ]\n}'
+    api = ScriptedAPI(draft.replace("3", '"high"'), (draft,))
+    target = ScriptedTarget(*written)
+    result = guide(providers.FunctionDrafter(api), schema, prompt="p", target=target)
+    assert result.text == api.answer
+    assert (result.api_calls, result.corrections) == calls
+    assert [until for _, until in target.calls] == ["terminal", "terminal"]
+    shown = spans(result)
+    if calls[0] == 1:
+        assert ("skipped", "3") in shown
+
+
 def test_a_forgotten_bracket_is_shown_as_one_insertion() -> None:
     result = repaired("json", '{"a": [1, 2, "b": 3}')
     assert spans(result) == [("draft", '{"a": [1, 2'), ("edit", "]"), ("draft", ', "b": 3}')]
