@@ -1,6 +1,6 @@
 """A third repair corpus, from grammars the project neither ships nor has tuned on.
 
-Seven grammars of different kinds, taken from public grammar collections (each .lark file in
+Eight grammars of different kinds, taken from public grammar collections (each .lark file in
 benchmarks/corpora/unseen/ names its source, repository and commit, and what was changed in
 translation; all compile under llguidance and lark, which read every document and draft alike;
 sexp.lark and asm6502.lark describe the one odd text each where they differ):
@@ -14,6 +14,7 @@ sexp.lark and asm6502.lark describe the one odd text each where they differ):
 | asm6502 | assembly                 | antlr/grammars-v4 asm/asm6502/asm6502.g4 (by hand)      |
 | mdlist  | line-based markdown list | ggerganov/llama.cpp grammars/list.gbnf (GBNF, by hand)  |
 | dot     | graph description (DOT)  | antlr/grammars-v4 dot/DOT.g4 (by hand)                  |
+| protobuf | schema (proto3)        | antlr/grammars-v4 protobuf/protobuf3/Protobuf3.g4 (by hand) |
 
 The intended documents are files in benchmarks/corpora/unseen/documents/, named
 <grammar>-<key>.txt; `DOCUMENTS` gives each one's source (real files from public repositories
@@ -190,6 +191,38 @@ LANGUAGES = {
                 Dialect("bare-label", r'(label ?= ?)"([^"\n]*)"', r"\1\2", "a label unquoted"),
             ),
         ),
+        Language(
+            "protobuf",
+            "Protocol Buffers (proto3) file",
+            "protobuf",
+            r";(?=\n)",
+            r";(?=\n)",
+            "  # the user's id",
+            (
+                Dialect(
+                    "required",
+                    r"^( +)((?:string|int32|int64|bool|double|bytes) \w+ = \d+;)",
+                    r"\1required \2",
+                    "proto2's `required` label on a field",
+                ),
+                Dialect(
+                    "comma-enum",
+                    r"^( +[A-Z][A-Z0-9_]* = -?\d+);",
+                    r"\1,",
+                    "an enum's constants ended with `,` (C, TypeScript)",
+                    everywhere=True,
+                ),
+                Dialect(
+                    "comma-field", r"(\w+ = \d+);(?=\n)", r"\1,", "a field ended with `,` (JSON)"
+                ),
+                Dialect(
+                    "proto2",
+                    r'"proto3"',
+                    '"proto2"',
+                    'the `syntax = "proto2"` of the older version',
+                ),
+            ),
+        ),
     )
 }
 GRAMMARS = tuple(LANGUAGES)
@@ -217,6 +250,7 @@ _DEEP_BLUE = (
 _PGN_NOTE = "the moves rewritten one pair a line (`1.Nf3 d5` as `1. Nf3 d5`)"
 _WRITTEN = "written here"
 _GV4_DOT = f"{_GV4} @ aca577d9e30e591eacbc414f1280f22645412af4, dot/examples"
+_GV4_PB = f"{_GV4} @ aca577d9e30e591eacbc414f1280f22645412af4, protobuf/protobuf3/examples"
 
 
 @dataclass(frozen=True)
@@ -405,6 +439,37 @@ DOCUMENTS = (
         "Edition's two edges.",
         f"{_GV4_DOT}/crazy.dot, its first 17 lines, its lines 55-56 (the two edges among "
         "those nodes) and a closing brace",
+    ),
+    Document(
+        "protobuf",
+        "addressbook",
+        "A proto3 file for package tutorial: Java and C# options, a Person message (name, id, "
+        "email, a PhoneType enum of MOBILE, HOME and WORK, a nested PhoneNumber message, repeated "
+        "phones) and an AddressBook of repeated people.",
+        f"{_GV4_PB}/addressbook.proto, its lines 10-47 (from the syntax statement on)",
+    ),
+    Document(
+        "protobuf",
+        "example",
+        "A proto3 file showing the language: a public import, an enum allowing aliases with a "
+        "value option, a message with a nested message, a map and an optional field, reserved "
+        "numbers and names, and a SearchService with one rpc.",
+        f"{_GV4_PB}/example.proto",
+    ),
+    Document(
+        "protobuf",
+        "helloworld",
+        "The gRPC hello world proto3 file: package helloworld, a Greeter service with a SayHello "
+        "rpc, and the HelloRequest and HelloReply messages, each with one string field.",
+        f"{_GV4_PB}/helloworld.proto, with a line end after its last line",
+    ),
+    Document(
+        "protobuf",
+        "struct",
+        "The start of google/protobuf/struct.proto: its options, a Struct message holding a map "
+        "of Values, and a Value message whose kind is a oneof of null, number, string, bool, "
+        "struct and list values.",
+        f"{_GV4_PB}/google/protobuf/struct.proto, its lines 31-78 (syntax to the end of Value)",
     ),
 )
 
