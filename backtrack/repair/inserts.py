@@ -95,6 +95,7 @@ def _words(checker: Checker, max_word: int, word_nodes: int) -> list[str]:
 
 _WORD_BYTES = frozenset(ord(c) for c in WORD)
 _ALNUM_BYTES = frozenset(b for b in range(128) if chr(b).isalnum())
+_ALNUM = "".join(chr(b) for b in sorted(_ALNUM_BYTES))
 
 
 def inserts(
@@ -141,12 +142,23 @@ def inserts(
     name = quoted_name(rest)
     if name is not None and ord('"') not in following and not deleted:
         inserts.append((name[1], name[0]))
-    if word and not deleted:  # a keyword left out: `fragment f on User`, `ORDER BY`
+    if not deleted:
+        inserts += _keyword_inserts(checker, rest)
+    return inserts
+
+
+def _keyword_inserts(checker: Checker, rest: str) -> list[tuple[str, int | None]]:
+    """Where the draft goes on with a word: a keyword left out before it (`fragment f on User`,
+    `ORDER BY`); with digits: the ones the grammar must have in their place (`proto2` for
+    `proto3`)."""
+    if word_at(rest):
         last = next((c for c in reversed(checker.text) if c.isalpha()), "")  # the case to follow
         keyword = _keyword(checker, upper=last.isupper())
-        if keyword:
-            inserts += [(keyword + " ", 0), (keyword, 0)]
-    return inserts
+        return [(keyword + " ", 0), (keyword, 0)] if keyword else []
+    if rest[:1].isdigit():
+        forced = _keyword(checker, upper=False, alphabet=_ALNUM_BYTES)
+        return [(forced, len(rest) - len(rest.lstrip(_ALNUM)))] if forced else []
+    return []
 
 
 def _requoted(following: frozenset[int], rest: str) -> list[tuple[str, int | None]]:
@@ -201,20 +213,21 @@ def escapes(checker: Checker, deleted: str, rest: str) -> list[str]:
     return [e + blanks for e in quote_escapes(quote) if checker.fits(e + blanks) == len(e + blanks)]
 
 
-def _keyword(checker: Checker, upper: bool) -> str:
+def _keyword(checker: Checker, upper: bool, alphabet: frozenset[int] = _WORD_BYTES) -> str:
     """The one word the grammar allows here, when it allows only one (blanks and comments
-    aside), in upper case where `upper` and the grammar takes it so; "" otherwise. The checker
-    is left where it was."""
+    aside), in upper case where `upper` and the grammar takes it so; "" otherwise. A word is of
+    the `alphabet`'s characters (digits too where the draft has a number there). The checker is
+    left where it was."""
     start = checker.chars
     word = ""
     while len(word) < _MAX_KEYWORD:
-        letters = {chr(b) for b in checker.next_bytes() & _WORD_BYTES}
+        letters = {chr(b) for b in checker.next_bytes() & alphabet}
         if len({c.lower() for c in letters}) != 1:
             break
         char = max(letters) if not upper else min(letters)  # "B" < "b"
         word += char
         checker.feed(char)
-    whole = bool(word) and not checker.next_bytes() <= _WORD_BYTES
+    whole = bool(word) and not checker.next_bytes() <= alphabet
     checker.rollback(start)
     return word if whole else ""
 

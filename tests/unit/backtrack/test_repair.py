@@ -254,6 +254,15 @@ UNSEEN_SLIPS = [
         "1. e4 e5\n2. Nf3 Nc6\n3. Bb5 a6\n4. Ba4 Nf6\n5. 0-0 Be7\n6. Re1 b5\n",
         "1. e4 e5\n2. Nf3 Nc6\n3. Bb5 a6\n4. Ba4 Nf6\n5. O-O Be7\n6. Re1 b5\n",
     ),
+    # A digit where the grammar takes only one: the one it takes, in place of the draft's (two
+    # edits). Before, no repair was found, the first lines went as a preamble and the local
+    # model wrote `syntax` after a comment; on a longer file, comment lines until its budget
+    # ended, the text left incomplete.
+    (
+        "protobuf",
+        'syntax = "proto2";\n\npackage demo;\n\nmessage A {\n  string name = 1;\n}\n',
+        'syntax = "proto3";\n\npackage demo;\n\nmessage A {\n  string name = 1;\n}\n',
+    ),
     # The last line after a comment: read on to the reply's end after the comment's deletion,
     # though that is no long stretch (before, `- b` was dropped as trailing text).
     (
