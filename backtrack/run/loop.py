@@ -39,6 +39,7 @@ from backtrack.run.layout import close_forgotten
 from backtrack.run.options import GuideOptions
 from backtrack.run.output import Output
 from backtrack.run.schema import policy_for
+from backtrack.run.shortest_end import finish_shortest
 from backtrack.run.stray_reply import leave_out_stray
 from backtrack.run.trailing import close_up, final_point
 from backtrack.trace.record import Round, StopReason, Trace
@@ -273,18 +274,18 @@ class GuideLoop:
             self._next = "correct"
 
     def _after_correction(self, round_: CorrectionRound, ended: bool) -> None:
-        """The run ends after a completion (its text closed up where it lacks only closers), or
-        where the text is complete and nothing is left to write or the drafter had finished
-        (`ended`: its rest reused, or only its slip and closers); else the slip left is
-        corrected next, or the API drafts on. A finish in a few tokens that left the text
-        incomplete (a required list of objects) gets the target's whole budget."""
+        """The run ends after a completion (closed up, else given the grammar's own ending where
+        incomplete: run.shortest_end), or where the text is complete and nothing is left to
+        write or the drafter had finished (`ended`: its rest reused, or only its slip and
+        closers); else the slip left is corrected next, or the API drafts on. A finish in a few
+        tokens that left the text incomplete (a required list of objects) gets the whole budget."""
         checker = self.output.checker
         if round_.completes and not checker.complete and self._api_finished and self._capped:
             self._capped = False
             self._next = "correct"
         elif round_.completes:
-            if not checker.complete:
-                close_up(self.output, self.schema.met)
+            if not checker.complete and not close_up(self.output, self.schema.met):
+                finish_shortest(self.output, self.schema.met)  # the grammar's own ending
             self.stop_reason = self.budget.completed(checker.complete)
         elif checker.complete and (checker.stopped or (ended and self._hand_back.reply_ended)):
             self.stop_reason = "complete"

@@ -1,0 +1,119 @@
+"""The last resort of a run whose completion ended with the text incomplete: the grammar's own
+short way to a complete text, found by a bounded search over the characters the grammar allows,
+where closing what is open (backtrack.run.trailing.close_up) is not enough.
+
+Seen: a reply's first lines taken for a preamble left a Protocol Buffers file that must start
+with `syntax = "proto3";`, and the local model, free to write comments there, wrote `//` lines
+until its 512-token budget ended: the text incomplete, the run not valid. Here the search writes
+`syntax="proto3";`. It prefers closing brackets, other marks, opening brackets, digits, then
+letters; it opens a comment or a string only where nothing else is allowed, and writes a blank
+only then too. It is bounded in length (`MAX_CHARS`) and in the texts it checks (`MAX_NODES`):
+a text it cannot complete so stays as it was, and the run ends incomplete, as before.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from grammars.checker import PRINTABLE
+
+if TYPE_CHECKING:
+    from backtrack.run.output import Output
+    from grammars import Checker
+
+MAX_CHARS = 48
+MAX_NODES = 2048
+_WIDTH = 3  # the most characters tried after each text
+_BLANKS = " \n"
+_CLOSERS = ")]}>"
+_OPENERS = "([{<"
+
+
+def finish_shortest(output: Output, met: Callable[[str], bool]) -> bool:
+    """Write the ending found (`shortest_end`) as an edit, where `met` takes the text it
+    completes (a JSON schema's required keys). False where none is found or `met` refuses it."""
+    ending = shortest_end(output.checker)
+    if not ending or not met(output.text + ending):
+        return False
+    output.checker.feed(ending)
+    output.add(ending, "edit")
+    return True
+
+
+def shortest_end(checker: Checker) -> str | None:
+    """A short text after which the checker's text is complete ("" where it is), or None: the
+    first complete one the search reaches, in the order of each text's length plus the ranks of
+    the choices made on the way (a character not preferred costs as much as one more
+    character). The checker is left at the text it had."""
+    if checker.complete:
+        return ""
+    start, heap, nodes = checker.chars, [(0, 0, "")], 0  # (length + choices' ranks, length, text)
+    try:
+        while heap and nodes < MAX_NODES:
+            cost, _, text = heapq.heappop(heap)
+            checker.feed(text)
+            choices = _choices(checker)
+            checker.rollback(start)
+            for rank, char in enumerate(choices):
+                nodes += 1
+                checker.feed(text + char)
+                done = checker.complete
+                checker.rollback(start)
+                if done:
+                    return text + char
+                if len(text) + 1 < MAX_CHARS:
+                    heapq.heappush(heap, (cost + 1 + rank, len(text) + 1, text + char))
+        return None
+    finally:
+        checker.rollback(start)
+
+
+def _choices(checker: Checker) -> list[str]:
+    """The characters to try next, at most `_WIDTH`: closing brackets, other marks, opening
+    brackets, digits, then letters (after a word's character, marks only where one goes), none
+    that only opens free text (a comment, a string); those, then a blank, only where nothing else
+    goes."""
+    allowed = sorted(chr(b) for b in checker.next_bytes() & PRINTABLE if chr(b) not in _BLANKS)
+    allowed.sort(key=lambda c: (c not in _CLOSERS, c in _OPENERS, c.isalpha(), c.isdigit()))
+    marks = [c for c in allowed if not _word(c)]
+    if marks and _word(checker.text[-1:]):
+        allowed = marks  # a word is ended as soon as it may be: `_` then `{`, not `__`
+    plain: list[str] = []
+    for char in allowed:
+        if len(plain) == _WIDTH:
+            break
+        if not _opens_free_text(checker, char):
+            plain.append(char)
+    if plain:
+        return plain
+    if allowed:
+        return allowed[:_WIDTH]
+    return [c for c in _BLANKS if ord(c) in checker.next_bytes()][:1]
+
+
+def _word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _opens_free_text(checker: Checker, char: str) -> bool:
+    """Whether, after `char`, the text is in free text (a string's, a comment's), or is after
+    every character that may follow it (`/` before `//` and `/*`)."""
+    at = checker.chars
+    checker.feed(char)
+    try:
+        if checker.in_free_text():
+            return True
+        following = [chr(b) for b in checker.next_bytes() & PRINTABLE]
+        if not following:
+            return False
+        for after in following:
+            checker.feed(after)
+            free = checker.in_free_text()
+            checker.rollback(at + 1)
+            if not free:
+                return False
+        return True
+    finally:
+        checker.rollback(at)

@@ -1,0 +1,67 @@
+"""The grammar's own shortest ending, the last resort of a completion that left the text
+incomplete (backtrack.run.shortest_end), on real grammars' checkers and in a run."""
+
+from __future__ import annotations
+
+import pytest
+
+import providers
+from backtrack import Grammar, guide
+from backtrack.run.shortest_end import MAX_CHARS, shortest_end
+from benchmarks.corpora.unseen import load_unseen_grammar
+from tests.support.scripted import ScriptedAPI, ScriptedTarget
+
+
+@pytest.mark.parametrize(
+    ("grammar", "text", "ending"),
+    [
+        # Comments go on forever; the file must start with its syntax line: no comment written.
+        ("protobuf", "// a file\n// of comments\n", 'syntax="proto3";'),
+        # A name, then its body: not a comment, nor a blank where none is needed.
+        ("protobuf", 'syntax = "proto3";\nmessage ', "_{}"),
+        # Closers, where they are what the text lacks; a string closed first.
+        ("json", '{"a": [1, {"b": "x', '"}]}'),
+        ("python_expr", "x = [1, (2", ")]"),
+        # A value where one must come: a number, not a string opened; a name, not a bracket.
+        ("json", '{"a": ', "0}"),
+        ("arithmetic", "2 * (", "_)"),
+        ("csv", "a,b\n1,", ""),  # complete already
+    ],
+)
+def test_the_shortest_ending_completes_the_text(grammar: str, text: str, ending: str) -> None:
+    loaded = load_unseen_grammar(grammar) if grammar == "protobuf" else Grammar.load(grammar)
+    checker = loaded.checker()
+    assert checker.feed(text) == len(text)
+    assert shortest_end(checker) == ending
+    assert checker.text == text  # left where it was
+    assert loaded.matches(text + ending)
+
+
+def test_an_ending_longer_than_the_bound_is_none_and_the_text_stays() -> None:
+    text = '{"a": ' + "[" * MAX_CHARS
+    checker = Grammar.load("json").checker()
+    checker.feed(text)
+    assert shortest_end(checker) is None
+    assert checker.text == text
+
+
+def test_a_completion_that_left_the_text_incomplete_gets_the_grammars_ending() -> None:
+    """The local model, free to write comments where a name must come, wrote one and stopped
+    with the text incomplete; closing brackets cannot end it. Before, the run ended not valid
+    (stop `incomplete`); now the grammar's shortest ending follows, as an edit."""
+    draft = 'syntax = "proto3";\n\nmessage ' + "@" * 24 + " {\n  string name = 1;\n}\n"
+    target = ScriptedTarget("// the name\n")
+    result = guide(
+        providers.FunctionDrafter(ScriptedAPI(draft)),
+        load_unseen_grammar("protobuf"),
+        prompt="p",
+        target=target,
+        max_corrections=0,
+    )
+    assert [until for _, until in target.calls] == ["complete"]
+    assert (result.valid, result.stop_reason) == (True, "target_completed")
+    assert result.text == 'syntax = "proto3";\n\nmessage // the name\n_{}'
+    assert [(s.origin, s.text) for s in result.trace.spans][-2:] == [
+        ("correction", "// the name\n"),
+        ("edit", "_{}"),
+    ]
