@@ -14,13 +14,11 @@ a text it cannot complete so stays as it was, and the run ends incomplete, as be
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from grammars.checker import PRINTABLE
 
 if TYPE_CHECKING:
-    from backtrack.run.output import Output
     from grammars import Checker
 
 MAX_CHARS = 48
@@ -29,17 +27,7 @@ _WIDTH = 3  # the most characters tried after each text
 _BLANKS = " \n"
 _CLOSERS = ")]}>"
 _OPENERS = "([{<"
-
-
-def finish_shortest(output: Output, met: Callable[[str], bool]) -> bool:
-    """Write the ending found (`shortest_end`) as an edit, where `met` takes the text it
-    completes (a JSON schema's required keys). False where none is found or `met` refuses it."""
-    ending = shortest_end(output.checker)
-    if not ending or not met(output.text + ending):
-        return False
-    output.checker.feed(ending)
-    output.add(ending, "edit")
-    return True
+_TEXT = PRINTABLE | frozenset(b"\n")
 
 
 def shortest_end(checker: Checker) -> str | None:
@@ -74,7 +62,11 @@ def _choices(checker: Checker) -> list[str]:
     """The characters to try next, at most `_WIDTH`: closing brackets, other marks, opening
     brackets, digits, then letters (after a word's character, marks only where one goes), none
     that only opens free text (a comment, a string); those, then a blank, only where nothing else
-    goes."""
+    goes. Inside free text: first what ends it (a string's quote, a line comment's line end)."""
+    if checker.in_free_text():
+        leaving = _leaving(checker)
+        if leaving:
+            return leaving
     allowed = sorted(chr(b) for b in checker.next_bytes() & PRINTABLE if chr(b) not in _BLANKS)
     allowed.sort(key=lambda c: (c not in _CLOSERS, c in _OPENERS, c.isalpha(), c.isdigit()))
     marks = [c for c in allowed if not _word(c)]
@@ -91,6 +83,25 @@ def _choices(checker: Checker) -> list[str]:
     if allowed:
         return allowed[:_WIDTH]
     return [c for c in _BLANKS if ord(c) in checker.next_bytes()][:1]
+
+
+def _leaving(checker: Checker) -> list[str]:
+    """The characters after which the text is out of the free text it is in, at most `_WIDTH`;
+    else the marks after which one is (a block comment's `*` before its `/`)."""
+    at = checker.chars
+    allowed = [chr(b) for b in sorted(checker.next_bytes() & _TEXT)]
+
+    def leaves(char: str) -> bool:
+        checker.feed(char)
+        left = not checker.in_free_text()
+        checker.rollback(at)
+        return left
+
+    found = [c for c in allowed if leaves(c)]
+    if not found:
+        marks = [c for c in allowed if not c.isalnum()]
+        found = [c for c in marks if any(leaves(c + after) for after in marks)]
+    return found[:_WIDTH]
 
 
 def _word(char: str) -> bool:

@@ -17,6 +17,9 @@ from tests.support.scripted import ScriptedAPI, ScriptedTarget
     [
         # Comments go on forever; the file must start with its syntax line: no comment written.
         ("protobuf", "// a file\n// of comments\n", 'syntax="proto3";'),
+        # Inside a comment, what ends it first: a line end, a block comment's `*/`.
+        ("protobuf", "// a comment", '\nsyntax="proto3";'),
+        ("protobuf", "/* open", '*/syntax="proto3";'),
         # A name, then its body: not a comment, nor a blank where none is needed.
         ("protobuf", 'syntax = "proto3";\nmessage ', "_{}"),
         # Closers, where they are what the text lacks; a string closed first.
