@@ -5,10 +5,11 @@ where closing what is open (backtrack.run.trailing.close_up) is not enough.
 Seen: a reply's first lines taken for a preamble left a Protocol Buffers file that must start
 with `syntax = "proto3";`, and the local model, free to write comments there, wrote `//` lines
 until its 512-token budget ended: the text incomplete, the run not valid. Here the search writes
-`syntax="proto3";`. It prefers closing brackets, other marks, opening brackets, digits, then
-letters; it opens a comment or a string only where nothing else is allowed, and writes a blank
-only then too. It is bounded in length (`MAX_CHARS`) and in the texts it checks (`MAX_NODES`):
-a text it cannot complete so stays as it was, and the run ends incomplete, as before.
+`syntax="proto3";`. Inside a string or comment it writes first what ends it; elsewhere it
+prefers closing brackets, other marks, opening brackets, digits, then letters; it opens a comment
+or a string only where nothing else is allowed, and writes a blank only then too. It is bounded
+in length (`MAX_CHARS`) and in the texts it checks (`MAX_NODES`): a text it cannot complete so
+stays as it was, and the run ends incomplete, as before.
 """
 
 from __future__ import annotations
