@@ -698,6 +698,10 @@ def test_run_prints_the_text_and_a_summary(
     )
 
 
+# Opened deeper than the grammar's own ending may close (backtrack.run.shortest_end: 48).
+DEEP = "[" * 50
+
+
 @pytest.mark.e2e
 @pytest.mark.parametrize(
     ("repairs", "first", "expected"),
@@ -705,15 +709,15 @@ def test_run_prints_the_text_and_a_summary(
         # The stray "}" where "]" belongs is replaced; the text still is not finished.
         pytest.param(
             [],
-            '{"a": [[["x", 1}',
-            [(0, "draft", '{"a": [[["x", 1'), (0, "skipped", "}"), (0, "edit", "]")],
+            DEEP + '{"a": [[["x", 1}',
+            [(0, "draft", DEEP + '{"a": [[["x", 1'), (0, "skipped", "}"), (0, "edit", "]")],
             id="repairs",
         ),
         # Cut after a key: the one token cannot give it a value, nor can closers.
         pytest.param(
             ["--repair-window", "0"],
-            '{"a": [[["x", 1]]], "b"}',
-            [(0, "draft", '{"a": [[["x", 1]]], "b"'), (0, "rejected", "}")],
+            DEEP + '{"a": [[["x", 1]]], "b"}',
+            [(0, "draft", DEEP + '{"a": [[["x", 1]]], "b"'), (0, "rejected", "}")],
             id="no-repairs",
         ),
     ],
@@ -729,7 +733,8 @@ def test_run_that_cannot_finish_exits_1(
 ):
     """No correction and one token to finish with: the API's text is what comes out, and it is
     not finished. (A reply that stops short is continued by the API once: its second reply
-    stops short too, after a key, where neither one token nor closers end the text.)"""
+    stops short too, after a key, where neither one token, nor closers, nor the grammar's own
+    ending within its bound end the text.)"""
     openai_server.script(text(first), text(', 2, {"b"'))
     argv = ["-p", "openai:gpt-test", "--base-url", f"{openai_server.url}/v1", "--json"]
     budget = ["--max-corrections", "0", "--completion-tokens", "1"]
