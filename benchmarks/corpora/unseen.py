@@ -3,7 +3,7 @@
 Eight grammars of different kinds, taken from public grammar collections (each .lark file in
 benchmarks/corpora/unseen/ names its source, repository and commit, and what was changed in
 translation; all compile under llguidance and lark, which read every document and draft alike;
-sexp.lark and asm6502.lark describe the one odd text each where they differ):
+sexp.lark, asm6502.lark and protobuf.lark describe the one odd text each where they differ):
 
 | grammar | kind                     | from                                                    |
 |---------|--------------------------|---------------------------------------------------------|
