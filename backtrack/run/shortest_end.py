@@ -17,6 +17,7 @@ from __future__ import annotations
 import heapq
 from typing import TYPE_CHECKING
 
+from backtrack.run.trailing import CLOSING_BRACKETS
 from grammars.checker import PRINTABLE
 
 if TYPE_CHECKING:
@@ -26,7 +27,6 @@ MAX_CHARS = 48
 MAX_NODES = 2048
 _WIDTH = 3  # the most characters tried after each text
 _BLANKS = " \n"
-_CLOSERS = ")]}>"
 _OPENERS = "([{<"
 _TEXT = PRINTABLE | frozenset(b"\n")
 
@@ -69,7 +69,7 @@ def _choices(checker: Checker) -> list[str]:
         if leaving:
             return leaving
     allowed = sorted(chr(b) for b in checker.next_bytes() & PRINTABLE if chr(b) not in _BLANKS)
-    allowed.sort(key=lambda c: (c not in _CLOSERS, c in _OPENERS, c.isalpha(), c.isdigit()))
+    allowed.sort(key=lambda c: (c not in CLOSING_BRACKETS, c in _OPENERS, c.isalpha(), c.isdigit()))
     marks = [c for c in allowed if not _word(c)]
     if marks and _word(checker.text[-1:]):
         allowed = marks  # a word is ended as soon as it may be: `_` then `{`, not `__`

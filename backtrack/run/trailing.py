@@ -236,8 +236,8 @@ def drop_final_blanks(output: Output) -> None:
     output.drop(text[kept:], "trailing")
 
 
-_BRACKETS = ")]}>"
-CLOSERS = _BRACKETS + "\"';,"  # what closes what is open (and separates)
+CLOSING_BRACKETS = ")]}>"
+CLOSERS = CLOSING_BRACKETS + "\"';,"  # what closes what is open (and separates)
 
 
 def closing(checker: Checker) -> str | None:
@@ -251,7 +251,7 @@ def closing(checker: Checker) -> str | None:
         while not checker.complete:
             following = checker.next_bytes()
             closer = _quote(checker, following) or next(
-                (c for c in _BRACKETS if ord(c) in following), None
+                (c for c in CLOSING_BRACKETS if ord(c) in following), None
             )
             if closer is None or len(written) == _MAX_CLOSERS:
                 return None
