@@ -41,7 +41,7 @@ from backtrack.repair.notations import (
     moves_end_tag,
     spaced,
 )
-from backtrack.repair.spacing import glued
+from backtrack.repair.spacing import ended, glued
 from grammars import Checker
 
 Prefer = Callable[[list[str]], int]
@@ -97,7 +97,7 @@ def search(
         if len(texts) > 1:
             chosen = list(texts.values())[prefer(list(texts))]
     chosen = _with_its_line(checker, _spaced(checker, chosen, rest), rest, floor)
-    return glued(checker, chosen, rest, floor)
+    return ended(checker, glued(checker, chosen, rest, floor), rest, floor)
 
 
 def _line_end(rest: str) -> int:

@@ -86,7 +86,10 @@ SLIPS = [
     ("json", '{"ok": True, "no": False, "v": None}', '{"ok": true, "no": false, "v": null}'),
     ("json", '{"a": [1, 2, 3}, "b": null}', '{"a": [1, 2, 3], "b": null}'),  # wrong bracket
     ("json", '{"a": [1, 2, 3]]}', '{"a": [1, 2, 3]}'),  # extra closing bracket
-    ("json", '{"a": 1 "b": 2}', '{"a": 1 ,"b": 2}'),  # missing separator
+    # A separator left out: right after the word it ends, at a line's end too (before, after
+    # the blanks: `1 ,"b"`, `\n  ,"b"`).
+    ("json", '{"a": 1 "b": 2}', '{"a": 1, "b": 2}'),
+    ("json", '{\n  "a": [1, 2]\n\n  "b": 2\n}', '{\n  "a": [1, 2],\n\n  "b": 2\n}'),
     ("json", '{"a": 1, "b": 2;}', '{"a": 1, "b": 2}'),  # stray character
     ("json", '{"name": "Ann", "age": 3O}', '{"name": "Ann", "age": 3}'),
     (
@@ -323,6 +326,18 @@ UNSEEN_SLIPS = [
     # Mermaid's arrow: of the two characters that may go, the doubled one (`->`, not the
     # undirected `--`): one edit either way.
     ("dot", "digraph g {\n\ta --> b;\n\tb -> c;\n}\n", "digraph g {\n\ta -> b;\n\tb -> c;\n}\n"),
+    # A line's `;` left out: at that line's end, before its comment, not at the next line's
+    # start (`;int32`, `;}`).
+    (
+        "protobuf",
+        'syntax = "proto3";\nmessage A {\n  string name = 1 // the name\n  int32 id = 2;\n}\n',
+        'syntax = "proto3";\nmessage A {\n  string name = 1; // the name\n  int32 id = 2;\n}\n',
+    ),
+    (
+        "protobuf",
+        'syntax = "proto3";\nmessage A {\n  string name = 1\n}\n',
+        'syntax = "proto3";\nmessage A {\n  string name = 1;\n}\n',
+    ),
     # A bracket the API opened is closed, not deleted (`LDA $30,Y`): one edit either way.
     (
         "asm6502",
