@@ -386,6 +386,15 @@ class Checker:
         """Whether the text is inside a free-text lexeme (see `takes_free_text`)."""
         return takes_free_text(self.next_bytes())
 
+    def free_after(self, chunk: str) -> bool:
+        """Whether, after as much of `chunk` as fits, the text would be inside a free-text lexeme
+        (the state is unchanged)."""
+        at = self.chars
+        self.feed(chunk)
+        free = self.in_free_text()
+        self.rollback(at)
+        return free
+
     def allows(self, chunk: str) -> bool:
         """Whether `text + chunk` would still be a valid prefix (the state is unchanged)."""
         return self.fits(chunk) == len(chunk)

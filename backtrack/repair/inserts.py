@@ -46,7 +46,7 @@ def _comment_inserts(checker: Checker, rest: str) -> list[tuple[str, int | None]
         if other == opening or (closing == "\n") != (COMMENTS[opening] == "\n"):
             continue  # a line comment stays one, so does a block comment
         written = other + text + (closing if closing != "\n" else "")
-        if checker.fits(written) == len(written) and _opens_comment(checker, other):
+        if checker.fits(written) == len(written) and checker.free_after(other):
             found.append((written, length))
     return found
 
@@ -60,16 +60,6 @@ def _remark_deletion(checker: Checker, rest: str) -> list[tuple[str, int | None]
     if length is None or any(checker.fits(opener) for opener in "([{"):
         return []
     return [("", length)]
-
-
-def _opens_comment(checker: Checker, opening: str) -> bool:
-    """Whether the grammar reads `opening` here as a comment's: any text may follow it (`//` is
-    two symbols in an S-expression, where `// done` fits too)."""
-    start = checker.chars
-    checker.feed(opening)
-    free = checker.in_free_text()
-    checker.rollback(start)
-    return free
 
 
 def _words(checker: Checker, max_word: int, word_nodes: int) -> list[str]:

@@ -89,19 +89,11 @@ def _choices(checker: Checker) -> list[str]:
 def _leaving(checker: Checker) -> list[str]:
     """The characters after which the text is out of the free text it is in, at most `_WIDTH`;
     else the marks after which one is (a block comment's `*` before its `/`)."""
-    at = checker.chars
     allowed = [chr(b) for b in sorted(checker.next_bytes() & _TEXT)]
-
-    def leaves(char: str) -> bool:
-        checker.feed(char)
-        left = not checker.in_free_text()
-        checker.rollback(at)
-        return left
-
-    found = [c for c in allowed if leaves(c)]
+    found = [c for c in allowed if not checker.free_after(c)]
     if not found:
         marks = [c for c in allowed if not c.isalnum()]
-        found = [c for c in marks if any(leaves(c + after) for after in marks)]
+        found = [c for c in marks if any(not checker.free_after(c + a) for a in marks)]
     return found[:_WIDTH]
 
 
@@ -112,20 +104,10 @@ def _word(char: str) -> bool:
 def _opens_free_text(checker: Checker, char: str) -> bool:
     """Whether, after `char`, the text is in free text (a string's, a comment's), or is after
     every character that may follow it (`/` before `//` and `/*`)."""
+    if checker.free_after(char):
+        return True
     at = checker.chars
     checker.feed(char)
-    try:
-        if checker.in_free_text():
-            return True
-        following = [chr(b) for b in checker.next_bytes() & PRINTABLE]
-        if not following:
-            return False
-        for after in following:
-            checker.feed(after)
-            free = checker.in_free_text()
-            checker.rollback(at + 1)
-            if not free:
-                return False
-        return True
-    finally:
-        checker.rollback(at)
+    following = [chr(b) for b in checker.next_bytes() & PRINTABLE]
+    checker.rollback(at)
+    return bool(following) and all(checker.free_after(char + after) for after in following)

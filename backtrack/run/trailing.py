@@ -269,14 +269,9 @@ def _quote(checker: Checker, following: frozenset[int]) -> str | None:
     """Inside a string, the quote that ends it (None: none, or not inside a string)."""
     if not checker.in_free_text():
         return None
-    at = checker.chars
     for quote in "\"'":
-        if ord(quote) in following:
-            checker.feed(quote)
-            ends = not checker.in_free_text()
-            checker.rollback(at)
-            if ends:
-                return quote
+        if ord(quote) in following and not checker.free_after(quote):
+            return quote
     return None
 
 

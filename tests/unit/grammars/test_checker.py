@@ -224,6 +224,25 @@ def test_allows_leaves_state_unchanged(fed, chunk, allowed):
     assert checker.expected() == JSON.check(checker.text).expected
 
 
+@pytest.mark.parametrize(
+    ("fed", "chunk", "free"),
+    [
+        pytest.param("{", '"', True, id="opens-a-string"),
+        pytest.param('{"a', '"', False, id="closes-it"),
+        pytest.param('{"a": 1', ",", False, id="structure"),
+        pytest.param('{"a": "x', "y}z", True, id="more-content"),
+        pytest.param("{", '"a": 1 ]', False, id="as-much-as-fits"),
+    ],
+)
+def test_free_after_leaves_state_unchanged(fed, chunk, free):
+    checker = JSON.checker()
+    checker.feed(fed)
+    before = (checker.text, checker.chars, checker.bytes, checker.cut, checker.complete)
+    assert checker.free_after(chunk) is free
+    assert (checker.text, checker.chars, checker.bytes, checker.cut, checker.complete) == before
+    assert checker.expected() == JSON.check(checker.text).expected
+
+
 def test_allows_agrees_with_feed():
     rng = random.Random(3)
     for piece in split(DOC, rng, 12):
