@@ -223,6 +223,29 @@ LANGUAGES = {
                 ),
             ),
         ),
+        Language(
+            "css",
+            "CSS style sheet",
+            "css",
+            r";(?=\n)",
+            r";(?=\n)",
+            "  // fallback",
+            (
+                Dialect("brace-semicolon", r"\}(?=\n)", "};", "a block closed with `};` (C, JS)"),
+                Dialect(
+                    "css-in-js",
+                    r"^([ \t]+[a-z-]+): ([^;\n]+);$",
+                    r'\1: "\2",',
+                    'a declaration as CSS-in-JS writes it, `display: "none",`',
+                ),
+                Dialect(
+                    "selector-comma",
+                    r"(?<=[\w\])])(?= ?\{)",
+                    ",",
+                    "a selector list ended with `,` before its block",
+                ),
+            ),
+        ),
     )
 }
 GRAMMARS = tuple(LANGUAGES)
@@ -251,6 +274,7 @@ _PGN_NOTE = "the moves rewritten one pair a line (`1.Nf3 d5` as `1. Nf3 d5`)"
 _WRITTEN = "written here"
 _GV4_DOT = f"{_GV4} @ aca577d9e30e591eacbc414f1280f22645412af4, dot/examples"
 _GV4_PB = f"{_GV4} @ aca577d9e30e591eacbc414f1280f22645412af4, protobuf/protobuf3/examples"
+_GV4_CSS = f"{_GV4} @ aca577d9e30e591eacbc414f1280f22645412af4, css3/examples"
 
 
 @dataclass(frozen=True)
@@ -470,6 +494,35 @@ DOCUMENTS = (
         "of Values, and a Value message whose kind is a oneof of null, number, string, bool, "
         "struct and list values.",
         f"{_GV4_PB}/google/protobuf/struct.proto, its lines 31-78 (syntax to the end of Value)",
+    ),
+    Document(
+        "css",
+        "jquery-layout",
+        "The layout helpers of jQuery UI's CSS: hidden, hidden-accessible (clipped to one pixel), "
+        "reset, clearfix (:before and :after as tables), zfix (IE8's Alpha filter) and ui-front "
+        "at z-index 100.",
+        f"{_GV4_CSS}/jquery-ui.css, its lines 7-53 (the Layout helpers section)",
+    ),
+    Document(
+        "css",
+        "bootstrap-buttons",
+        "Bootstrap 3.3.7's theme for the six button kinds (default to danger): a text shadow and "
+        "an inset box shadow, with -webkit- prefixes, and a deeper inset shadow when active.",
+        f"{_GV4_CSS}/bootstrap-theme.css, its lines 6-30 (its first two rules)",
+    ),
+    Document(
+        "css",
+        "media",
+        "CSS media queries on body: 10pt in print, 13px on screen, line height 1.2 on both, and "
+        "1.4 on small retina phones (320-480px device width, pixel ratio 2).",
+        f"{_GV4_CSS}/mdn-at-media.css",
+    ),
+    Document(
+        "css",
+        "keyframes",
+        "CSS @keyframes examples: two named identifier (top and left by percentage), and two "
+        "showing that !important declarations in a keyframe are ignored.",
+        f"{_GV4_CSS}/mdn-at-keyframes.css",
     ),
 )
 
