@@ -19,6 +19,7 @@ from backtrack.repair.json_shapes import (
     unwrapped_whole,
     wrapped_values,
 )
+from backtrack.repair.line_end import line_end
 from backtrack.repair.notations import (
     BRACKETS,
     CLOSERS,
@@ -118,6 +119,12 @@ def candidates(
         checker.rollback(at)
         found += _candidate(checker, committed, (base - at, closer + committed[at:], 0), rest, 0)
         checker.feed(committed[at:])
+    left = line_end(committed, rest, floor)
+    if left is not None:  # the mark the layout shows left out, at the end of the line before
+        at, mark = left
+        checker.rollback(at)
+        found += _candidate(checker, committed, (base - at, mark + committed[at:], 0), rest, 0)
+        checker.feed(committed[at:])
     for back in range(min(limits.max_back, base - floor) + 1):
         checker.rollback(base - back)
         deleted = committed[base - back :]
@@ -128,7 +135,26 @@ def candidates(
                 if skip and skip == len(rest) and only is None and _made_up(deleted, rest, insert):
                     continue  # the draft's whole rest replaced: that is no resynchronisation
                 found += _candidate(checker, committed, (back, insert, skip), rest, only)
-    return _past_block_end(found, base, block, limits.min_fit)
+    found = _past_block_end(found, base, block, limits.min_fit)
+    return _past_line_end(found, committed, left, limits.min_fit)
+
+
+def _past_line_end(
+    found: list[Candidate], committed: str, left: tuple[int, str] | None, need: int
+) -> list[Candidate]:
+    """The candidates, where the one that writes the mark the layout shows left out (`left`:
+    where, in the `committed` text, and the mark) reads `need` characters of the rest: that one
+    at no cost, every other one edit dearer."""
+    if left is None:
+        return found
+    at, mark = left
+    insert = mark + committed[at:]
+    placed = [c for c in found if c.edit.back == len(committed) - at and c.edit.insert == insert]
+    if not any(c.reads(need) for c in placed):
+        return found
+    return [
+        replace(c, edit=replace(c.edit, cost=0 if c in placed else c.edit.cost + 1)) for c in found
+    ]
 
 
 def _past_block_end(

@@ -51,6 +51,20 @@ def _comment_inserts(checker: Checker, rest: str) -> list[tuple[str, int | None]
     return found
 
 
+def _opened_comment(checker: Checker, deleted: str, rest: str) -> list[tuple[str, int | None]]:
+    """Where the cut is inside a comment's opening the grammar took a part of (CSS's `/` of `//
+    note`, read as the start of a `/*`), backed off to before that part (and the blanks before
+    it): the comment's edits, as at its start."""
+    opening = deleted.lstrip(" \t")
+    comment = comment_at(opening + rest)
+    if not opening or comment is None or len(opening) >= len(comment[1]):
+        return []
+    found = _comment_inserts(checker, opening + rest)
+    if len(opening) < len(deleted):
+        found = [(text, skip) for text, skip in found if not text]  # the blanks go with it
+    return [(text, skip - len(opening)) for text, skip in found if skip and skip > len(opening)]
+
+
 def _remark_deletion(checker: Checker, rest: str) -> list[tuple[str, int | None]]:
     """Where the draft goes on with a bracketed remark (`notations.remark_at`) and the grammar
     refuses every bracket here: deleting it whole, with the blanks before it (` {a developing
@@ -123,6 +137,7 @@ def inserts(
     elif not deleted.strip(" \t"):  # the blanks before a comment or remark, deleted with it
         inserts += [(text, skip) for text, skip in _comment_inserts(checker, rest) if not text]
         inserts += _remark_deletion(checker, rest)
+    inserts += _opened_comment(checker, deleted, rest)
     before = checker.text[-1:]
     starts = deleted and not (before.isalnum() or before in BARE)  # a value's start backed off
     bare = bare_value(deleted + rest) if starts else None

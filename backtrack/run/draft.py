@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING
 
 from backtrack.repair.json_shapes import wrapper_end
+from backtrack.repair.line_end import line_through
 from backtrack.repair.search import Prefer
 from backtrack.run.answer_start import AnswerStart
 from backtrack.run.early_slip import answer_offset
@@ -25,7 +26,7 @@ from backtrack.run.read_ahead import ReadAhead
 from backtrack.run.remarks import closing_remarks, prose_lines_after
 from backtrack.run.reply_start import ReplyStart
 from backtrack.run.stray_reply import feed_watching, watch
-from backtrack.run.trailing import answer_ended, edit_at_cut
+from backtrack.run.trailing import LINE_MORE, answer_ended, edit_at_cut
 from backtrack.trace.record import Repair
 
 if TYPE_CHECKING:
@@ -267,8 +268,10 @@ class DraftReader:
             self.output.unread(checker.chars - len(taken))  # no longer at the cut
             self.output.drop(taken + rest[: opening[0]], opening[1])
             return self._take(rest[opening[0] :])
-        # A JSON object or array at the cut is read whole: it may be a value wrapped.
-        window = rest[: max(self.options.repair_window, wrapper_end(rest) or 0)]
+        # A JSON object or array at the cut is read whole: it may be a value wrapped; the cut's
+        # line, where the layout may show a mark left out before it (repair.line_end).
+        layout = line_through(self.output.text, rest, self.output.edit_end, LINE_MORE)
+        window = rest[: max(self.options.repair_window, wrapper_end(rest) or 0, layout)]
         start = prose_lines_after(self.output, rest, final=final)
         if start is not None:  # commentary after the answer: the draft ends where it starts
             return self._end_before(start, rest)

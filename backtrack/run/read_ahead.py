@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from backtrack.repair.json_shapes import wrapper_end
+from backtrack.repair.line_end import item_end
 from backtrack.repair.restart import Restart
 from backtrack.run.prose import sentence, spoken
 from backtrack.run.trailing import LINE_MORE, through_line
@@ -37,6 +38,7 @@ class ReadAhead:
     lines: bool = False  # a line end has arrived
     head: str = ""  # the first non-blank character
     complete: bool = False  # cut at a complete point: read through the window's line
+    layout: bool = False  # the line before the cut's ends an item: read through the cut's line
     # The cut's line so far, where the text was complete at its start: it may be commentary
     # after the answer (`prose_lines_after`), told once two lines have ended, or the reply.
     line: str | None = None
@@ -53,6 +55,7 @@ class ReadAhead:
         begins = fresh or (short and output.edit_end <= begun)
         ahead = cls(fresh, Restart.of(text[:begun]) if answer and begins else None)
         ahead.complete = output.checker.complete
+        ahead.layout = item_end(text, output.edit_end) is not None
         start, complete_at_start = output.checker.last_line()
         if start > 0 and complete_at_start:
             ahead.line = text[start:]
@@ -70,9 +73,10 @@ class ReadAhead:
 
     def waiting(self, window: int) -> bool:
         """Whether to read on before deciding: a repair's `window` has not arrived yet, or, after
-        a complete text, the line it ends in (more document or commentary: `reads_on`), or a
-        JSON object or array at the cut to its end (a value wrapped: `unwrapped_whole`), or
-        not enough to tell a remark or a restart."""
+        a complete text, the line it ends in (more document or commentary: `reads_on`), or,
+        after a line that ends an item, the cut's line to its end (a mark the layout shows left
+        out: backtrack.repair.line_end), or a JSON object or array at the cut to its end (a
+        value wrapped: `unwrapped_whole`), or not enough to tell a remark or a restart."""
         if self.line is not None and self.chars < LINE_MORE and self._prose_so_far(self.line):
             return True
         remark = self.head.isalpha() or self.head == "`"
@@ -84,6 +88,8 @@ class ReadAhead:
             elif not self.restart.enough(self.ink):
                 return True
         if self.chars < window:
+            return True
+        if self.layout and not self.lines and self.chars < window + LINE_MORE:
             return True
         if not (self.complete or self.pieces[0][:1] in ("{", "[")):
             return False

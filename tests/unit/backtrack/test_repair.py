@@ -226,6 +226,7 @@ def test_a_conditional_of_another_notation_is_the_apis_own_text_in_the_grammars_
 
 # Slips in grammars the project does not ship (benchmarks/corpora/unseen.py), each repaired with
 # one call. Where a repair reads the API's text two ways at one cost, it keeps what the API wrote.
+SHADOW = "inset 0 1px 0 rgba(255, 255, 255, .15), 0 1px 1px rgba(0, 0, 0, .075)"
 UNSEEN_SLIPS = [
     # After blanks, `;` opens a comment, not another statement (`; ` read as a line end made
     # `done` an S-expression of its own); nor is it written as `// done` or `-- done`, where
@@ -337,6 +338,24 @@ UNSEEN_SLIPS = [
         "protobuf",
         'syntax = "proto3";\nmessage A {\n  string name = 1\n}\n',
         'syntax = "proto3";\nmessage A {\n  string name = 1;\n}\n',
+    ),
+    # A declaration's `;` left out at its line's end, where CSS reads on into the next line (a
+    # value of terms, `0 padding`) and slips at its `:`: the layout (the next line ends with
+    # `;`) puts it after `0`, not `padding = 0` (another notation's `:`, which costs nothing),
+    # also where the cut's line is longer than a repair's window, or ends with a `}` after `;`.
+    ("css", "a {\n\tmargin: 0\n\tpadding: 0;\n}\n", "a {\n\tmargin: 0;\n\tpadding: 0;\n}\n"),
+    (
+        "css",
+        f"a {{\n  top: 0\n  box-shadow: {SHADOW};\n}}\n",
+        f"a {{\n  top: 0;\n  box-shadow: {SHADOW};\n}}\n",
+    ),
+    ("css", "a { top: 0\n     left: 50px; }\n", "a { top: 0;\n     left: 50px; }\n"),
+    # A line comment where CSS has block comments only, its `/` read as a `/*`'s: deleted with
+    # the blanks before it (before, `0  / fallback` read as a division).
+    (
+        "css",
+        "a {\n\tpadding: 0;  // fallback\n\tposition: absolute;\n}\n",
+        "a {\n\tpadding: 0;\n\tposition: absolute;\n}\n",
     ),
     # A bracket the API opened is closed, not deleted (`LDA $30,Y`): one edit either way.
     (
