@@ -64,25 +64,29 @@ def complete_before(output: Output, start: int, complete_at_start: bool | None) 
 
 
 def closing_remarks(output: Output) -> int | None:
-    """Where the complete text's last lines are remarks the grammar happened to take as
-    document (`Let me know if you need anything else!` as an S-expression's symbols, or a CSV
-    record): `spoken` sentences (`remarks_start`), none of them with a mark that every line of
-    the document before them has (a CSV's `,`, an S-expression's parentheses; a document whose
-    lines share none tells nothing), nor starting as one of its lines does, where the text is
-    complete before them (`complete_before`). The first one's start, or the end of the text
-    before it (blanks apart); None otherwise."""
+    """Where the text's last lines are remarks the grammar happened to take (`Let me know if
+    you need anything else!` as an S-expression's symbols, or a CSV record; `Note: adjust the
+    values.` as a CSS selector, left open): `spoken` sentences (`remarks_start`), none of them
+    starting as a line of the document before them does, where the text is complete before
+    them (`complete_before`); where the text is complete after them too, also none with a mark
+    that every line of the document has (a CSV's `,`, an S-expression's parentheses; a
+    document whose lines share none tells nothing). The first one's start, or the end of the
+    text before it (blanks apart); None otherwise."""
     text = output.text
     at = remarks_start(text)
     remarks = [ln for ln in text[at:].splitlines() if ln.strip()]
     document = [ln for ln in text[:at].splitlines() if ln.strip()]
     if not remarks or not document:
         return None
-    marks = set.intersection(
-        *({c for c in ln if not (c.isalnum() or c.isspace())} for ln in document)
-    )
     starts = {ln.split()[0] for ln in document}
-    if not marks or any(marks & set(ln) or ln.split()[0] in starts for ln in remarks):
+    if any(ln.split()[0] in starts for ln in remarks):
         return None
+    if output.checker.complete:  # read whole as document: only the document's marks tell
+        marks = set.intersection(
+            *({c for c in ln if not (c.isalnum() or c.isspace())} for ln in document)
+        )
+        if not marks or any(marks & set(ln) for ln in remarks):
+            return None
     return complete_before(output, at, None)
 
 

@@ -281,18 +281,17 @@ def final_point(output: Output, limit: int) -> int:
     `REPAIR_LIMITS.max_back` characters and none before the last edit's end; a complete text's
     trailing blanks may go with dropped trailing text, so a final part never ends in a blank run
     it could be part of, nor takes in a line after a complete text before the line ends (it may
-    be commentary), nor its last lines after a complete text while they are sentences someone
-    says (closing remarks: `closing_remarks`), nor a continuation held inside a string
-    (`Output.hold`: stray_reply)."""
+    be commentary), nor its last lines after a point where the text is complete while they are
+    sentences someone says (closing remarks: `closing_remarks`), nor a continuation held inside
+    a string (`Output.hold`: stray_reply)."""
     text, edit_end = output.text, output.edit_end
     final = max(edit_end, len(text) - REPAIR_LIMITS.max_back)
     final = min(final, open_line_after_answer(output) or final, output.hold or final)
-    # The last ended lines of a complete text may be remarks (`closing_remarks`), whatever its
-    # open line is.
-    if output.checker.complete:
-        remarks = remarks_start(text, text.rfind("\n", max(0, len(text) - LINE_MORE)) + 1)
-        if 0 < remarks < final and complete_before(output, remarks, None) is not None:
-            final = remarks
+    # The last ended lines of a text complete before them may be remarks (`closing_remarks`),
+    # whatever its open line is, and whether or not the grammar took them whole.
+    remarks = remarks_start(text, text.rfind("\n", max(0, len(text) - LINE_MORE)) + 1)
+    if 0 < remarks < final and complete_before(output, remarks, None) is not None:
+        final = remarks
     while final > edit_end and text[final - 1].isspace():
         final -= 1
     output.promised = max(output.promised, min(final, limit))

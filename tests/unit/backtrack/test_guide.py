@@ -665,6 +665,9 @@ REMARKS = {
     "csv": ("csv", "id,name,city\n1,Ann,Oslo\n2,Bob,Bergen\n", "This table lists two people.\n"),
     "sexp": ("sexp", "((milk juice) (honey marmalade))\n", "\nLet me know if you need more!\n"),
     "sexp-two": ("sexp", "(a (b c))\n", "I hope this helps!\nHave a nice day.\n"),
+    # Read as a selector the grammar leaves open (`Note:adjust ... setup.`): before, the run
+    # asked the API again and the local model wrote a rule of its own after it.
+    "css": ("css", "a {\n  top: 0;\n}\n", "\nNote: adjust the values to your own setup.\n"),
 }
 
 
