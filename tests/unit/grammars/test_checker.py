@@ -203,42 +203,28 @@ def test_feed_takes_only_str():
 
 
 @pytest.mark.parametrize(
-    ("fed", "chunk", "allowed"),
+    ("probe", "fed", "chunk", "answer"),
     [
-        pytest.param("", '{"a"', True, id="start"),
-        pytest.param("", "}", False, id="bad-start"),
-        pytest.param('{"a": 1', "", True, id="empty-chunk"),
-        pytest.param('{"a": 1', ", ", True, id="comma"),
-        pytest.param('{"a": 1', "}x", False, id="junk-after-end"),
-        pytest.param('{"a": "', "日本😀", True, id="multibyte"),
-        pytest.param('{"a": 1,}', '"b": 2}', True, id="after-cut"),
-        pytest.param('{"a": 1,}', "}", False, id="after-cut-same-bad-char"),
+        pytest.param("allows", "", '{"a"', True, id="allows-start"),
+        pytest.param("allows", "", "}", False, id="allows-bad-start"),
+        pytest.param("allows", '{"a": 1', "", True, id="allows-empty-chunk"),
+        pytest.param("allows", '{"a": 1', ", ", True, id="allows-comma"),
+        pytest.param("allows", '{"a": 1', "}x", False, id="allows-junk-after-end"),
+        pytest.param("allows", '{"a": "', "日本😀", True, id="allows-multibyte"),
+        pytest.param("allows", '{"a": 1,}', '"b": 2}', True, id="allows-after-cut"),
+        pytest.param("allows", '{"a": 1,}', "}", False, id="allows-after-cut-same-bad-char"),
+        pytest.param("free_after", "{", '"', True, id="free-after-opens-a-string"),
+        pytest.param("free_after", '{"a', '"', False, id="free-after-closes-it"),
+        pytest.param("free_after", '{"a": 1', ",", False, id="free-after-structure"),
+        pytest.param("free_after", '{"a": "x', "y}z", True, id="free-after-more-content"),
+        pytest.param("free_after", "{", '"a": 1 ]', False, id="free-after-as-much-as-fits"),
     ],
 )
-def test_allows_leaves_state_unchanged(fed, chunk, allowed):
+def test_probes_leave_state_unchanged(probe, fed, chunk, answer):
     checker = JSON.checker()
     checker.feed(fed)
     before = (checker.text, checker.chars, checker.bytes, checker.cut, checker.complete)
-    assert checker.allows(chunk) is allowed
-    assert (checker.text, checker.chars, checker.bytes, checker.cut, checker.complete) == before
-    assert checker.expected() == JSON.check(checker.text).expected
-
-
-@pytest.mark.parametrize(
-    ("fed", "chunk", "free"),
-    [
-        pytest.param("{", '"', True, id="opens-a-string"),
-        pytest.param('{"a', '"', False, id="closes-it"),
-        pytest.param('{"a": 1', ",", False, id="structure"),
-        pytest.param('{"a": "x', "y}z", True, id="more-content"),
-        pytest.param("{", '"a": 1 ]', False, id="as-much-as-fits"),
-    ],
-)
-def test_free_after_leaves_state_unchanged(fed, chunk, free):
-    checker = JSON.checker()
-    checker.feed(fed)
-    before = (checker.text, checker.chars, checker.bytes, checker.cut, checker.complete)
-    assert checker.free_after(chunk) is free
+    assert getattr(checker, probe)(chunk) is answer
     assert (checker.text, checker.chars, checker.bytes, checker.cut, checker.complete) == before
     assert checker.expected() == JSON.check(checker.text).expected
 
