@@ -62,8 +62,8 @@ def shortest_end(checker: Checker) -> str | None:
 def _choices(checker: Checker) -> list[str]:
     """The characters to try next, at most `_WIDTH`: closing brackets, other marks, opening
     brackets, digits, then letters (after a word's character, marks only where one goes), none
-    that only opens free text (a comment, a string); those, then a blank, only where nothing else
-    goes. Inside free text: first what ends it (a string's quote, a line comment's line end)."""
+    that only opens free text (a comment, a string); those, then the blanks allowed (a space, a
+    line end), only where nothing else goes. Inside free text: first what ends it (a string's quote, a line comment's line end)."""
     if checker.in_free_text():
         leaving = _leaving(checker)
         if leaving:
@@ -83,7 +83,7 @@ def _choices(checker: Checker) -> list[str]:
         return plain
     if allowed:
         return allowed[:_WIDTH]
-    return [c for c in _BLANKS if ord(c) in checker.next_bytes()][:1]
+    return [c for c in _BLANKS if ord(c) in checker.next_bytes()]
 
 
 def _leaving(checker: Checker) -> list[str]:
@@ -91,10 +91,15 @@ def _leaving(checker: Checker) -> list[str]:
     else the marks after which one is (a block comment's `*` before its `/`)."""
     allowed = [chr(b) for b in sorted(checker.next_bytes() & _TEXT)]
     found = [c for c in allowed if not checker.free_after(c)]
-    if not found:
-        marks = [c for c in allowed if not c.isalnum()]
-        found = [c for c in marks if any(not checker.free_after(c + a) for a in marks)]
-    return found[:_WIDTH]
+    if found:
+        return found[:_WIDTH]
+    marks = [c for c in allowed if not c.isalnum()]
+    for c in marks:
+        if any(not checker.free_after(c + after) for after in marks):
+            found.append(c)
+            if len(found) == _WIDTH:
+                break
+    return found
 
 
 def _word(char: str) -> bool:
