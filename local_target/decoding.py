@@ -36,6 +36,7 @@ from local_target.errors import TargetError
 from local_target.head import Next
 from local_target.policy import DecodingPolicy, Until
 from local_target.repeats import (
+    bare_lines,
     deepest_indent,
     digit_run,
     padding,
@@ -262,7 +263,8 @@ class Correcting:
 
     def _refused(self) -> torch.Tensor | None:
         """Tokens not to choose (None: none): blanks past max_blank_run (or wider than the
-        text's indentation allows), a digit past max_digit_run, a loop's next copy."""
+        text's indentation allows), a digit past max_digit_run, a loop's next copy, or the
+        next of lines of marks alone (`bare_lines`)."""
         refused = self._blanks_refused()
         if digit_run(self.new, self.policy.max_digit_run):
             refused = self.vocab.digits if refused is None else refused | self.vocab.digits
@@ -271,6 +273,10 @@ class Correcting:
             again = self.vocab.healing_mask(block)  # the block's starts, and tokens past it
         elif (start := repeated_shape(self.new, self.policy.max_repeats)) is not None:
             again = self.vocab.ink_mask(start)  # the same, blanks in tokens left out
+        elif (starts := bare_lines(self.new, self.policy.max_repeats)) is not None:
+            for byte in starts:  # an empty comment written again and again: not one more
+                mark = self.vocab.ink_mask(bytes([byte]))
+                again = mark if again is None else again | mark
         return again if refused is None else refused if again is None else refused | again
 
     def _mid_char(self) -> bool:

@@ -1,5 +1,6 @@
 """Loops in what a model writes: the block of bytes a text ends with several copies of in a row
-(`DecodingPolicy.max_repeats`), blanks past the text's own indentation, and a run of digits.
+(`DecodingPolicy.max_repeats`), lines of marks alone (`bare_lines`), blanks past the text's own
+indentation, and a run of digits.
 Imports nothing but Python, so it loads inside vLLM's environment as well as ours."""
 
 from __future__ import annotations
@@ -31,6 +32,28 @@ def repeated_shape(text: bytes | bytearray, copies: int) -> bytes | None:
     block = repeated_block(shape, copies)
     start = None if block is None else block.split(_NUMBER)[0]
     return start if start and start.translate(None, _CLOSING) else None
+
+
+def bare_lines(text: bytes | bytearray, copies: int) -> bytes | None:
+    """Where `text` stands at a line's start after `copies` lines in a row (blank ones aside) of
+    marks alone, none a closer or a quote: a comment with nothing in it, written again and again
+    (`#`, `;`, `//`, seen where a small model may write comments in a grammar that makes them
+    cost nothing). The bytes those lines start with, each to be refused at the next line's
+    start; None otherwise. Lines of closers, which deep nesting writes, are none of these."""
+    tail = bytes(text[-_BARE_BYTES:])
+    if b"\n" not in tail or tail[tail.rfind(b"\n") + 1 :].strip(b" \t"):
+        return None  # not at a line's start
+    lines = [ln.strip() for ln in tail.split(b"\n")[:-1] if ln.strip()][-copies:]
+    if len(lines) < copies or not all(_bare(ln) for ln in lines):
+        return None
+    return bytes(sorted({ln[0] for ln in lines}))
+
+
+def _bare(line: bytes) -> bool:
+    return not any(chr(b).isalnum() or b > 127 or b in _CLOSING for b in line)
+
+
+_BARE_BYTES = 512  # the end of a text `bare_lines` reads
 
 
 def digit_run(text: bytes | bytearray, most: int) -> bool:

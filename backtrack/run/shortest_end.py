@@ -63,7 +63,8 @@ def _choices(checker: Checker) -> list[str]:
     """The characters to try next, at most `_WIDTH`: closing brackets, other marks, opening
     brackets, digits, then letters (after a word's character, marks only where one goes), none
     that only opens free text (a comment, a string); those, then the blanks allowed (a space, a
-    line end), only where nothing else goes. Inside free text: first what ends it (a string's quote, a line comment's line end)."""
+    line end), only where nothing else goes. Inside free text: first what ends it (a string's
+    quote, a line comment's line end)."""
     if checker.in_free_text():
         leaving = _leaving(checker)
         if leaving:

@@ -10,10 +10,11 @@ import re
 import pytest
 
 import tests.support.tokenizer_fixtures as tf
+from benchmarks.corpora.unseen import load_unseen_grammar
 from grammars.grammar import Grammar
 from local_target import DecodingPolicy, LocalTarget
 from local_target.policy import DEFAULT_POLICY
-from local_target.repeats import digit_run, repeated_block, repeated_shape
+from local_target.repeats import bare_lines, digit_run, repeated_block, repeated_shape
 from tests.support.local_targets import TARGET_IDS, TARGETS, real_tokenizer
 
 JSON = Grammar.load("json")
@@ -109,3 +110,29 @@ def test_a_model_that_counts_on_writes_no_run_of_digits_past_the_most(name: str)
     c = made.correct("Write JSON.", text, JSON, max_tokens=80, until="complete", policy=copies)
     # The last token may take a run of MOST_DIGITS a few digits past it.
     assert max(len(r) for r in re.findall(r"[0-9]+", text + c.text)) <= most + 4, c.text
+
+
+def test_lines_of_marks_alone_are_a_loop_at_the_next_line_start() -> None:
+    assert bare_lines(b"[a]\n#\n#\n\n#\n;\n", 4) == b"#;"  # blank lines aside
+    assert bare_lines(b"x\n//\n\n//\n\n//\n\n//\n\n", 4) == b"/"
+    assert bare_lines(b"#\n#\n#\n", 4) is None  # three
+    assert bare_lines(b"#\n#\n#\n#\n#", 4) is None  # not at a line's start
+    assert bare_lines(b"# a\n#\n#\n#\n", 4) is None  # a comment with words in it
+    assert bare_lines(b"}\n]\n)\n}\n", 4) is None  # closers, as deep nesting writes them
+    assert bare_lines(b'"\n"\n"\n"\n', 4) is None
+
+
+def test_smollm2_writes_no_run_of_empty_comments_to_its_budget(smollm2: LocalTarget) -> None:
+    """Real drafts (bench_real_drafts' ini-app): SmolLM2, asked for an INI file after two
+    comment lines, wrote `#` lines until its budget ended, the text incomplete (516 local tokens,
+    27 s, then the grammar's own ending). After `max_repeats` lines of marks alone, the next is
+    refused: it writes a section and ends."""
+    ini = load_unseen_grammar("ini")
+    text = "# -*- coding: utf-8 -*-\n\n# -*-# -*-\n"
+    prompt = "Write an INI file for a web app with a [server] and a [database] section."
+    unlimited = DecodingPolicy(max_repeats=10**9)
+    looped = smollm2.correct(prompt, text, ini, max_tokens=64, until="complete", policy=unlimited)
+    assert len(looped.tokens) == 64 and not ini.matches(text + looped.text)
+    c = smollm2.correct(prompt, text, ini, max_tokens=64, until="complete")
+    assert ini.matches(text + c.text) and len(c.tokens) < 64
+    assert not any(bare_lines(c.text.encode()[:end], 5) for end in range(len(c.text) + 1))
