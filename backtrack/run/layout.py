@@ -17,7 +17,9 @@ closed at the line's end (`[6, 28, 496` as `[6, 28, 496]`): asked to go on, an A
 closer after the line end, or starts over. Brackets opened on one line close together: where
 the last line is closers alone and closed the inner of them (`fill { repeat 36 {` ... `}`), the
 outer's closers go after its own (`}}`). A bracket of an earlier line still open otherwise is
-not closed: the reply may have been cut short after a whole line, and the API goes on. The
+not closed: the reply may have been cut short after a whole line, and the API goes on; but
+where the reply closed its code fence (it said its answer is over), the closers the text lacks
+go at its end. The
 placement is taken only where the whole text is then complete; else nothing is placed (and the
 API is asked to go on, as for a reply cut short). It may reach far back: only where nothing of
 the text was passed on as it came (guide() without `on_text`, a reply not streamed); the last
@@ -26,9 +28,10 @@ line's closers go after all that was.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from backtrack.repair.notations import BRACKETS, brackets
+from backtrack.run.trailing import closing
 
 if TYPE_CHECKING:
     from backtrack.run.output import Output
@@ -47,18 +50,33 @@ class _Open(NamedTuple):
         return len(self.indentation)
 
 
-def close_forgotten(output: Output, start: int) -> Repair | None:
-    """Write a closer the API left out where the layout of the output's text from character
-    `start` puts it (`forgotten_closer`), the closers its last line left open at that line's
-    end (`closed_last_line`), or those of brackets opened with the last one it closed after
-    that (`closed_together`), as an edit in its place, not before the last edit's end nor in
-    text already passed on; its record, or None."""
+class Ended(Protocol):
+    """How a reply ended (backtrack.run.draft_round.ReplyEnd): its finish reason, and its text
+    from a closing code fence on ("" where none)."""
+
+    @property
+    def reason(self) -> str: ...
+    @property
+    def closing(self) -> str: ...
+
+
+def close_forgotten(output: Output, start: int, end: Ended) -> Repair | None:
+    """Where the reply stopped (`end`), write a closer the API left out where the layout of the
+    output's text from character `start` puts it (`forgotten_closer`), the closers its last
+    line left open at that line's end (`closed_last_line`), or those of brackets opened with
+    the last one it closed after that (`closed_together`), or, where the reply closed its code
+    fence, the closers the text lacks at its end, as an edit in its place, not before the last
+    edit's end nor in text already passed on; its record, or None."""
+    if end.reason != "stop":
+        return None
     begun, start = start, max(start, output.edit_end, output.passed)
     checker = output.checker
+    at_end = (checker.chars, closing(checker) or "") if end.closing else None
     found = (
         forgotten_closer(checker, start)
         or closed_last_line(checker, start)
         or closed_together(checker, begun, start)
+        or (at_end if at_end and at_end[1] else None)
     )
     if found is None:
         return None

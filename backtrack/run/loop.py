@@ -216,7 +216,7 @@ class GuideLoop:
         elif end.reason == "stop" and (stray := leave_out_stray(self.output, reader.begun)):
             reader.accepted -= stray
             self._api_finished, self._next = True, "correct"  # the target finishes the text
-        elif end.reason == "stop" and (closed := close_forgotten(self.output, reader.begun)):
+        elif closed := close_forgotten(self.output, reader.begun, end):
             reader.repairs.append(closed)
             self.stop_reason = "complete"
         elif self.budget.goes_on(end.reason, wrote=bool(reader.accepted), rounds=self.rounds):

@@ -488,6 +488,22 @@ def test_a_closer_left_out_is_not_placed_where_the_layout_shows_nothing() -> Non
     assert "".join(pieces) == result.text
 
 
+@pytest.mark.parametrize("chunk", [0, 3])
+@pytest.mark.parametrize(
+    ("gname", "answer", "closers"),
+    [("json", '[\n  {\n    "a": 1\n  }\n', "]"), ("sexp", ALIST, ")")],
+)
+def test_a_reply_that_closed_its_fence_gets_its_closers_at_the_end(
+    gname: str, answer: str, closers: str, chunk: int
+) -> None:
+    """The same texts in a code fence the reply closed: it said its answer is over, so the
+    closers the text lacks go at its end, with no call more (SmolLM2 wrote a DOT graph without
+    its `}` and closed its fence: asked to go on, it wrote the graph again)."""
+    grammar = gname if gname == "json" else load_unseen_grammar(gname)
+    result = repaired(grammar, f"```\n{answer}```\n", chunk=chunk)
+    assert (result.text, result.api_calls, result.stop_reason) == (answer + closers, 1, "complete")
+
+
 @pytest.mark.parametrize("chunk", [1, 3, 0])
 def test_a_closer_left_off_the_last_line_goes_at_its_end_in_text_passed_on(chunk: int) -> None:
     """Streamed to `on_text`: what was passed on stays as it was, and the closer goes at the
