@@ -41,7 +41,7 @@ from backtrack.repair.notations import (
     moves_end_tag,
     spaced,
 )
-from backtrack.repair.spacing import ended, glued
+from backtrack.repair.spacing import ended, fits_at, glued
 from grammars import Checker
 
 Prefer = Callable[[list[str]], int]
@@ -144,10 +144,7 @@ def _with_its_line(checker: Checker, edit: Edit, rest: str, floor: int) -> Edit:
         return edit  # the blanks after the text did not fit: the edit read none of that line end
     skip = edit.skip + after.end()
     fitting = rest[skip : edit.skip + edit.fits]
-    _restore(checker, committed[: line.start()])
-    fits = checker.fits(fitting)
-    _restore(checker, committed)
-    if fits != len(fitting):
+    if fits_at(checker, line.start(), fitting) != len(fitting):
         return edit
     back = len(committed) - line.start()
     return replace(

@@ -47,10 +47,7 @@ def glued(checker: Checker, edit: Edit, rest: str, floor: int) -> Edit:
         insert=edit.insert + spaces if inserts_closer else "",
     )
     fitting = moved.insert + after[: edit.fits]
-    checker.rollback(start - blanks)
-    fits = checker.fits(fitting)  # the state is unchanged
-    checker.feed(committed[start - blanks :])
-    return moved if fits == len(fitting) else edit
+    return moved if fits_at(checker, start - blanks, fitting) == len(fitting) else edit
 
 
 def _opener_glued(text: str, blanks: int, closer: str) -> bool:
@@ -97,9 +94,16 @@ def ended(checker: Checker, edit: Edit, rest: str, floor: int) -> Edit:
             insert=edit.insert + committed[at:],
         )
         fitting = moved.insert + rest[: edit.fits]
-        checker.rollback(at)
-        fits = checker.fits(fitting)  # the state is unchanged
-        checker.feed(committed[at:])
-        if fits == len(fitting):
+        if fits_at(checker, at, fitting) == len(fitting):
             return moved
     return edit
+
+
+def fits_at(checker: Checker, at: int, text: str) -> int:
+    """How many characters of `text` fit after the checker's first `at` characters; the checker
+    is left at the text it holds."""
+    held = checker.text[at:]
+    checker.rollback(at)
+    fits = checker.fits(text)
+    checker.feed(held)
+    return fits

@@ -71,16 +71,22 @@ def close_forgotten(output: Output, start: int, end: Ended) -> Repair | None:
         return None
     begun, start = start, max(start, output.edit_end, output.passed)
     checker = output.checker
-    at_end = (checker.chars, closing(checker) or "") if end.closing else None
     found = (
         forgotten_closer(checker, start)
         or closed_last_line(checker, start)
         or closed_together(checker, begun, start)
-        or (at_end if at_end and at_end[1] else None)
+        or (closed_at_end(checker) if end.closing else None)
     )
     if found is None:
         return None
     return output.insert(*found)
+
+
+def closed_at_end(checker: Checker) -> tuple[int, str] | None:
+    """The end of the checker's text and the closers it lacks there (`trailing.closing`), where
+    it lacks only those; else None."""
+    closers = closing(checker)
+    return (checker.chars, closers) if closers else None
 
 
 def forgotten_closer(checker: Checker, start: int) -> tuple[int, str] | None:
