@@ -15,7 +15,9 @@ for the black box, the same for every method:
   characters) of P found in C at or after where P and C part; else where they part. A clean reply
   is C's remainder from there; a slipping one is D's remainder from the matching point of D (C and D
   aligned by difflib), so that the slips still ahead come back. When D's remainder is empty and
-  C's is not (D was truncated), the reply is C's remainder: a truncation hits one reply.
+  C's is not (D was truncated), the reply is C's remainder: a truncation hits one reply. A reply
+  that ends where a truncated D ends says so, as an API says a reply ran out of tokens
+  (`Reply(text, "length")`); every other reply ended as the API meant ("stop").
   It cannot improvise: after a correction that C has no room for (say "IN" where C has "LIKE"),
   its replies may never fit again. Real APIs adapt better; every method meets the same replies.
 
@@ -61,6 +63,7 @@ from benchmarks.corpora.main import CASES, JSON_KEYS_N, Case, check_corpus, load
 from benchmarks.corpora.other import GRAMMARS, OTHER_CASES, check_other_corpus, load_other_grammar
 from benchmarks.corpora.sweep import sweep_cases
 from grammars.grammar import Grammar
+from providers import Reply
 
 P_CORRUPT = 0.7
 RETRIES = 3
@@ -155,6 +158,7 @@ class ScriptedAPI:
     calls: int = 0
     chars: int = 0  # characters written, all calls
     replies: list[str] = field(default_factory=list)
+    cut_short: bool = False  # the last reply ends where a truncated D does
 
     def __post_init__(self) -> None:
         self._rng = random.Random(zlib.crc32(self.case.name.encode()) ^ self.seed)
@@ -175,12 +179,20 @@ class ScriptedAPI:
             )
             if not text:
                 text = clean[c:]
+            else:
+                self.cut_short = self.case.slips.startswith("truncated")
         self.chars += len(text)
         self.replies.append(text)
         return text
 
     def __call__(self, prompt: Any, prefix: str) -> str:
         return self.reply(prefix)
+
+    def ended(self, prompt: Any, prefix: str) -> str | Reply:
+        """The reply, and where it ends where a truncated D does, that it was cut short."""
+        self.cut_short = False
+        text = self.reply(prefix)
+        return Reply(text, "length") if self.cut_short else text
 
 
 # -- measures --------------------------------------------------------------------------------------
@@ -261,7 +273,7 @@ def run_backtrack(case: Case, target: Any) -> Outcome:
     grammar = grammar_of(case)
     api = ScriptedAPI(case)
     start = time.perf_counter()
-    result = guide(FunctionDrafter(api), grammar, prompt=target_prompt(case), target=target)
+    result = guide(FunctionDrafter(api.ended), grammar, prompt=target_prompt(case), target=target)
     seconds = time.perf_counter() - start
     out = outcome(
         case, "backtrack", result.text, api, result.rejected_chars, result.local_tokens, seconds

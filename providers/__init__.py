@@ -1,6 +1,7 @@
 """Drafters: the black-box models guide() lets write, behind one protocol (providers.base).
 
     FunctionDrafter             any function (prompt, prefix) -> str, text -> str, or a generator
+                                (a Reply: a str and its finish reason)
     OpenAIChatDrafter           openai chat completions (instruction + alignment, or prefill)
     OpenAICompletionsDrafter    openai completions endpoint (raw continuation)
     OpenAIResponsesDrafter      openai Responses API (instruction + alignment)
@@ -28,7 +29,7 @@ from providers.base import (
 )
 from providers.clients import client_kind
 from providers.errors import ProviderError
-from providers.function import FunctionDrafter
+from providers.function import FunctionDrafter, Reply
 from providers.openai import OpenAIChatDrafter, OpenAICompletionsDrafter
 from providers.openai_responses import OpenAIResponsesDrafter
 from providers.retry import next_wait, should_retry
@@ -48,6 +49,7 @@ __all__ = [
     "OpenAICompletionsDrafter",
     "OpenAIResponsesDrafter",
     "ProviderError",
+    "Reply",
     "Usage",
     "as_drafter",
     "instruction",

@@ -4,8 +4,12 @@ The function is the black box. It continues text, so it has prefill; it streams 
 
     def f(prompt, prefix) -> str                     both, as given
     def f(text) -> str                               prompt + prefix (the prompt must be a str)
+    def f(...) -> Reply                              a str and why it ended ("length": cut short)
     def f(...) -> Iterator[str]                      a generator: chunks, streaming
     async def f(...) -> str / async generator        for adraft() and aguide()
+
+A str is a reply that ended as its writer meant ("stop"); a function that knows its reply was
+cut short at its token budget returns `Reply(text, "length")`, and the run asks for the rest.
 
 A function that names `max_tokens` among its parameters gets it too. Whatever it
 raises reaches the loop as a ProviderError (`from` the original) with every key masked: an SDK or
@@ -18,13 +22,21 @@ import contextlib
 import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator, Mapping
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from typing import Any
 
-from providers.base import AsyncDraftStream, Capabilities, DraftRequest, DraftStream, NoChunks
+from providers.base import (
+    AsyncDraftStream,
+    Capabilities,
+    DraftRequest,
+    DraftStream,
+    FinishReason,
+    NoChunks,
+)
 from providers.errors import ProviderError, masked, masked_cause, redact
 from providers.sdk_errors import mapped_exceptions, to_provider_error
 
-__all__ = ["FunctionDrafter"]
+__all__ = ["FunctionDrafter", "Reply"]
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 _FORWARDED = ("max_tokens",)
@@ -65,6 +77,24 @@ def _takes_prefix(fn: Callable[..., Any]) -> tuple[bool, frozenset[str]]:
         raise TypeError(f"{fn!r} takes no positional argument: it cannot receive the text")
     named = frozenset(p.name for p in parameters if p.name in _FORWARDED)
     return two, named
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A drafter function's whole reply and why it ended: "stop" (it said all it meant to, as a
+    plain str does) or "length" (cut short at its token budget: the run asks for the rest)."""
+
+    text: str
+    finish_reason: FinishReason = "stop"
+
+
+def _whole(result: object) -> tuple[str, FinishReason] | None:
+    """A function's whole reply (a str or a Reply) and its finish reason; None for chunks."""
+    if isinstance(result, str):
+        return result, "stop"
+    if isinstance(result, Reply):
+        return result.text, result.finish_reason
+    return None
 
 
 def _is_streaming(fn: Callable[..., Any]) -> bool:
@@ -135,9 +165,9 @@ class FunctionDrafter:
             raise TypeError(f"{self.fn!r} yields asynchronously: use adraft() (aguide) with it")
         _check_result(result)
         stream = DraftStream(chunks=iter(()))
-        if isinstance(result, str):
-            stream.finish_reason = "stop"  # the whole reply is here, even if it is not all read
-            source: Iterator[Any] = iter([result])
+        if whole := _whole(result):  # the whole reply is here, even if it is not all read
+            source: Iterator[Any] = iter([whole[0]])
+            stream.finish_reason = whole[1]
         elif hasattr(result, "__iter__"):
             source = iter(result)
         else:
@@ -159,7 +189,8 @@ class FunctionDrafter:
                     break
                 if text := _check_chunk(chunk):
                     yield text
-            stream.finish_reason = "stop"
+            if stream.finish_reason == "unknown":  # a Reply's own stays
+                stream.finish_reason = "stop"
         finally:
             close = getattr(source, "close", None)
             if close is not None:
@@ -173,9 +204,9 @@ class FunctionDrafter:
                 result = await result
         _check_result(result)
         stream = AsyncDraftStream(chunks=NoChunks())
-        if isinstance(result, str):
-            stream.finish_reason = "stop"  # the whole reply is here, even if it is not all read
-            source: AsyncIterator[Any] = _aiter_sync(iter([result]))
+        if whole := _whole(result):  # the whole reply is here, even if it is not all read
+            source: AsyncIterator[Any] = _aiter_sync(iter([whole[0]]))
+            stream.finish_reason = whole[1]
         elif hasattr(result, "__aiter__"):
             source = aiter(result)
         elif hasattr(result, "__iter__"):
@@ -201,7 +232,8 @@ class FunctionDrafter:
                     break
                 if text := _check_chunk(chunk):
                     yield text
-            stream.finish_reason = "stop"
+            if stream.finish_reason == "unknown":  # a Reply's own stays
+                stream.finish_reason = "stop"
         finally:
             aclose = getattr(source, "aclose", None)
             if aclose is not None:

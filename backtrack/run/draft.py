@@ -300,11 +300,13 @@ class DraftReader:
 
 def crowded(repairs: list[Repair], chars: int) -> bool:
     """Whether the draft's repairs crowd its end (`_CROWDED_REPAIRS` within `_CROWDED_WITHIN`
-    characters of `chars`): a draft that needs an edit every few characters is not slipping but
-    writing something else (prose where JSON goes), which an edit per word would only blank
-    out."""
+    characters of `chars`, told apart by what they take and write): a draft that needs a new
+    edit every few characters is not slipping but writing something else (prose where JSON
+    goes), which an edit per word would only blank out; one that needs the same edit again is
+    writing a neighbouring notation (`1.2, 3.4, 5.6` where blanks part a list)."""
     near = chars - _CROWDED_WITHIN
-    return sum(1 for r in repairs if r.at >= near) >= _CROWDED_REPAIRS
+    edits = {(r.deleted, r.skipped, r.inserted) for r in repairs if r.at >= near}
+    return len(edits) >= _CROWDED_REPAIRS
 
 
 def preamble_limit(options: GuideOptions) -> int:

@@ -76,6 +76,7 @@ def close_forgotten(output: Output, start: int, end: Ended) -> Repair | None:
         or closed_last_line(checker, start)
         or closed_together(checker, begun, start)
         or (closed_at_end(checker) if end.closing else None)
+        or line_ended(checker)
     )
     if found is None:
         return None
@@ -87,6 +88,19 @@ def closed_at_end(checker: Checker) -> tuple[int, str] | None:
     it lacks only those; else None."""
     closers = closing(checker)
     return (checker.chars, closers) if closers else None
+
+
+def line_ended(checker: Checker) -> tuple[int, str] | None:
+    """The end of the checker's text and a line end, where the text is complete after that
+    and not before: a reply that stopped lacks only the line end the grammar ends its lines
+    with (a chat API strips a reply's last one)."""
+    if checker.complete or not checker.allows("\n"):
+        return None
+    start = checker.chars
+    checker.feed("\n")
+    complete = checker.complete
+    checker.rollback(start)
+    return (start, "\n") if complete else None
 
 
 def forgotten_closer(checker: Checker, start: int) -> tuple[int, str] | None:

@@ -357,6 +357,17 @@ UNSEEN_SLIPS = [
         "a {\n\tpadding: 0;  // fallback\n\tposition: absolute;\n}\n",
         "a {\n\tpadding: 0;\n\tposition: absolute;\n}\n",
     ),
+    # The same edit again and again is a neighbouring notation, not prose to stop repairing
+    # (before, three repairs within 16 characters sent the rest to the local model: SmolLM2's
+    # `quantities: 1.2, 3.4, ...` took three calls and came back written four times over).
+    ("sexp", "(list 1.2, 3.4, 5.6, 7.8, 9.0, 11.2)\n", "(list 1.2 3.4 5.6 7.8 9.0 11.2)\n"),
+    # A reply that ended lacks only the line end its grammar ends lines with (a chat API strips
+    # a reply's last one): it goes at the end (before, a call more, glued to the last line).
+    (
+        "mdlist",
+        "- Learn the basics\n- Practice regularly",
+        "- Learn the basics\n- Practice regularly\n",
+    ),
     # A bracket the API opened is closed, not deleted (`LDA $30,Y`): one edit either way.
     (
         "asm6502",
@@ -502,6 +513,22 @@ def test_a_reply_that_closed_its_fence_gets_its_closers_at_the_end(
     grammar = gname if gname == "json" else load_unseen_grammar(gname)
     result = repaired(grammar, f"```\n{answer}```\n", chunk=chunk)
     assert (result.text, result.api_calls, result.stop_reason) == (answer + closers, 1, "complete")
+
+
+def test_a_reply_cut_short_at_its_token_budget_is_asked_to_go_on() -> None:
+    """The same list, but the function says its reply ran out of tokens (`Reply`, "length"):
+    the line may go on, so the API is asked for the rest, and no line end is added."""
+    answer = "- Learn the basics\n- Practice regularly every day\n"
+    api = ScriptedAPI(answer, drafts=["- Learn the basics\n- Practice regularly"])
+
+    def cut_short(prompt: Any, prefix: str) -> providers.Reply:
+        text = api(prompt, prefix)
+        return providers.Reply(text, "length" if api.calls == 1 else "stop")
+
+    grammar = load_unseen_grammar("mdlist")
+    drafter = providers.FunctionDrafter(cut_short)
+    result = guide(drafter, grammar, prompt="p", target=ScriptedTarget(), **NO_CORRECTIONS)
+    assert (result.text, result.api_calls) == (answer, 2)
 
 
 @pytest.mark.parametrize("chunk", [1, 3, 0])

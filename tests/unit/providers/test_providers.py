@@ -565,6 +565,24 @@ def test_function_of_prompt_and_prefix() -> None:
     assert stream.finish_reason == "stop"
 
 
+@pytest.mark.anyio
+async def test_a_function_says_why_its_reply_ended_with_a_reply() -> None:
+    """A str ended as meant ("stop"); a `Reply` carries its own reason, sync and async."""
+
+    async def cut(prompt: str, prefix: str) -> providers.Reply:
+        return providers.Reply("ab", "length")
+
+    drafter = FunctionDrafter(lambda prompt, prefix: providers.Reply("ab", "length"))
+    stream = drafter.draft(DraftRequest(prompt="p"))
+    assert (list(stream), stream.finish_reason) == (["ab"], "length")
+    stream = await FunctionDrafter(cut).adraft(DraftRequest(prompt="p"))
+    assert ([c async for c in stream], stream.finish_reason) == (["ab"], "length")
+    stream = await drafter.adraft(DraftRequest(prompt="p"))
+    assert ([c async for c in stream], stream.finish_reason) == (["ab"], "length")
+    stream = FunctionDrafter(lambda text: providers.Reply(text)).draft(DraftRequest(prompt="p"))
+    assert (list(stream), stream.finish_reason) == (["p"], "stop")
+
+
 def test_function_of_one_text() -> None:
     drafter = FunctionDrafter(lambda text: f"[{text}]")
     assert list(drafter.draft(DraftRequest(prompt="p", prefix="x"))) == ["[px]"]
