@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 @dataclass
 class ReadAhead:
     """After a cut: the reply read on, to find a repair in. Where the cut came before the round
-    added anything to the answer (`fresh`), the reply may open with a remark (`Sure! Here is the
-    rest:`, `This is a continuation of the previous message.`) or start the answer over
+    added anything to the answer (`fresh`; or the first reply, before its first character fitted),
+    the reply may open with a remark (`Sure! Here is the rest:`, `This is a continuation of the
+    previous message.`, `Here are five tips:`) or start the answer over
     (`restart`): it is read on until its first line has ended, or enough has arrived to tell.
     A restart may have begun before the cut: the round's first characters (`taken`, a few, on
     one line) fitted where the answer was left (`{` in a string a correction left open)."""
@@ -48,7 +49,8 @@ class ReadAhead:
         """At a cut in the output's text, in a continuation that began at character `begun`."""
         text = output.text
         answer, taken = text[:begun].strip(), text[begun:]
-        fresh = bool(answer) and not taken.strip()
+        # Or the first reply, cut before its first character fitted: `Here are five tips:`.
+        fresh = (bool(answer) or not begun) and not taken.strip()
         # Or with a few characters taken, where no edit of this round (nor a promise: they are
         # the output's last few) holds them there.
         short = len(taken) <= _RESTART_TAKEN and "\n" not in taken

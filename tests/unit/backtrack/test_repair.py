@@ -587,6 +587,19 @@ def test_a_preamble_is_dropped_when_it_reads_as_prose_or_has_no_repair(
     assert spans(result) == [("dropped", dropped), ("draft", expected)]
 
 
+@pytest.mark.parametrize("chunk", [0, 3], ids=["whole", "streamed"])
+def test_a_preamble_before_an_answer_that_fits_nowhere_is_dropped(chunk: int) -> None:
+    """No offset of the reply starts a text the grammar takes (each item is numbered, where the
+    grammar wants `- `), so the answer's start is not found; the repair at the reply's first
+    character drops the sentence that announces the answer, as a continuation's remark (before,
+    `Here` became `-`: `- are two tips:` was kept as an item)."""
+    draft = "Here are two tips:\n\n1. Learn the basics\n2. Practice every day\n"
+    result = repaired(load_unseen_grammar("mdlist"), draft, chunk=chunk)
+    assert result.text == "- Learn the basics\n- Practice every day\n"
+    assert spans(result)[0] == ("dropped", "Here are two tips:\n")
+    assert (result.api_calls, result.corrections) == (1, 0)
+
+
 @pytest.mark.parametrize(
     ("rest", "inserted"), [("(x + 4) + 1", " * "), ("(x+4)+1", "*"), ("(x)", "*")]
 )
