@@ -19,7 +19,7 @@ the last line is closers alone and closed the inner of them (`fill { repeat 36 {
 outer's closers go after its own (`}}`). A bracket of an earlier line still open otherwise is
 not closed: the reply may have been cut short after a whole line, and the API goes on; but
 where the reply closed its code fence (it said its answer is over), the closers the text lacks
-go at its end. The
+go at its end. A reply that lacks only a line end at its end gets it there (`line_ended`). The
 placement is taken only where the whole text is then complete; else nothing is placed (and the
 API is asked to go on, as for a reply cut short). It may reach far back: only where nothing of
 the text was passed on as it came (guide() without `on_text`, a reply not streamed); the last
@@ -65,8 +65,9 @@ def close_forgotten(output: Output, start: int, end: Ended) -> Repair | None:
     output's text from character `start` puts it (`forgotten_closer`), the closers its last
     line left open at that line's end (`closed_last_line`), or those of brackets opened with
     the last one it closed after that (`closed_together`), or, where the reply closed its code
-    fence, the closers the text lacks at its end, as an edit in its place, not before the last
-    edit's end nor in text already passed on; its record, or None."""
+    fence, the closers the text lacks at its end, or the line end it lacks there (`line_ended`),
+    as an edit in its place, not before the last edit's end nor in text already passed on; its
+    record, or None."""
     if end.reason != "stop":
         return None
     begun, start = start, max(start, output.edit_end, output.passed)
