@@ -246,7 +246,8 @@ class Correcting:
         padding, a run of `max_blank_run` blank bytes in the new text, or blanks past the text's
         own indentation (the committed text's end and the new text: `repeats.padding`); else
         those that would take the line's gap past that at once (seen: SmolLM2 wrote one token of
-        59 spaces after `"severity":`)."""
+        59 spaces after `"severity":`). A healed token of blanks (the committed text's last) is
+        measured from the text before them, and may keep them as wide as the draft had them."""
         new = self.new
         run = bytes(new[len(new.rstrip()) :])
         if len(run) >= self.policy.max_blank_run:
@@ -256,10 +257,14 @@ class Correcting:
             return None
         deepest = max(self._deepest, deepest_indent(new))
         blanks = self._blanks + run if len(run) == len(new) else run  # the committed text's too
+        if self.pending and not self.pending.strip():
+            # Healing blanks: the token writes them again, after the text before them; it may
+            # widen their line's gap up to the bound, or as wide as the draft had it.
+            before = blanks[: len(blanks) - len(self.pending)]
+            return self.vocab.wide_blanks(_gap(before), max(deepest + past, _gap(blanks)))
         if (run or not new) and padding(blanks, deepest, past):
             return self.vocab.blanks
-        gap = len(blanks) - (blanks.rfind(b"\n") + 1)
-        return self.vocab.wide_blanks(gap, deepest + past)
+        return self.vocab.wide_blanks(_gap(blanks), deepest + past)
 
     def _refused(self) -> torch.Tensor | None:
         """Tokens not to choose (None: none): blanks past max_blank_run (or wider than the
@@ -318,6 +323,11 @@ def unconstrained(
                 pending.clear()
     finally:  # the session keeps the tokens fed so far: the next draft moves it where it needs
         cursor.settle(append=False)
+
+
+def _gap(blanks: bytes) -> int:
+    """The blanks after the last line end of `blanks` (all of them, without one)."""
+    return len(blanks) - (blanks.rfind(b"\n") + 1)
 
 
 def healing_allows(piece: bytes, pending: bytes, is_eos: bool) -> bool:

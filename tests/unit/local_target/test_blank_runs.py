@@ -84,6 +84,25 @@ def test_a_model_that_loves_blanks_indents_no_deeper_than_the_text_and_a_level(
     assert deepest_line(c.text) <= limit + 1 and line_ends(c.text) <= 4, repr(c.text)
 
 
+@pytest.mark.parametrize("name", ["smollm2", "gpt2"])
+@pytest.mark.parametrize(
+    "committed",
+    ['{"a":\n        \n            ', '{"a": [1, 2,\n    ', '{\n  "a": [\n    1,\n        '],
+)
+def test_healing_a_drafts_last_blanks_widens_them_no_further_than_the_limit(
+    name: str, committed: str
+) -> None:
+    """Token healing re-chooses the committed text's last token; where that is blanks, every
+    token it may take starts with them, and each was refused as if written after them (their
+    width counted twice), so the refusal was dropped and the model took its widest (seen:
+    SmolLM2 after a JSON draft's `"pages": \n        \n            ` healed a token of 67
+    spaces). Now the healed token is measured from the text before those blanks."""
+    c = blank_loving(name).correct("Write JSON.", committed, JSON, max_tokens=12, until="complete")
+    assert c.flags[0] == "healed"
+    limit = deepest_line(committed) + DEFAULT_POLICY.blank_depth
+    assert deepest_line(c.text) <= limit + 1, repr(c.text)
+
+
 def test_no_token_of_blanks_pads_past_the_limit_at_once() -> None:
     """SmolLM2 has tokens of up to 64 spaces, and wrote one of 59 after `"severity":`: the run
     was past the limit before the rule could see it. A token that would take a line's gap past
