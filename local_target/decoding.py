@@ -39,6 +39,7 @@ from local_target.repeats import (
     bare_lines,
     deepest_indent,
     digit_run,
+    line_gap,
     padding,
     repeated_block,
     repeated_shape,
@@ -261,10 +262,10 @@ class Correcting:
             # Healing blanks: the token writes them again, after the text before them; it may
             # widen their line's gap up to the bound, or as wide as the draft had it.
             before = blanks[: len(blanks) - len(self.pending)]
-            return self.vocab.wide_blanks(_gap(before), max(deepest + past, _gap(blanks)))
+            return self.vocab.wide_blanks(line_gap(before), max(deepest + past, line_gap(blanks)))
         if (run or not new) and padding(blanks, deepest, past):
             return self.vocab.blanks
-        return self.vocab.wide_blanks(_gap(blanks), deepest + past)
+        return self.vocab.wide_blanks(line_gap(blanks), deepest + past)
 
     def _refused(self) -> torch.Tensor | None:
         """Tokens not to choose (None: none): blanks past max_blank_run (or wider than the
@@ -323,11 +324,6 @@ def unconstrained(
                 pending.clear()
     finally:  # the session keeps the tokens fed so far: the next draft moves it where it needs
         cursor.settle(append=False)
-
-
-def _gap(blanks: bytes) -> int:
-    """The blanks after the last line end of `blanks` (all of them, without one)."""
-    return len(blanks) - (blanks.rfind(b"\n") + 1)
 
 
 def healing_allows(piece: bytes, pending: bytes, is_eos: bool) -> bool:

@@ -83,5 +83,9 @@ def padding(run: bytes | bytearray, deepest: int, past: int) -> bool:
     """Whether the run of blanks a text ends in is padding that may not grow: a line started
     (or, without a line end, a gap) already `past` blanks deeper than the text's deepest
     indentation, or two blank lines."""
-    start = run.rfind(b"\n") + 1
-    return run.count(b"\n") > 2 or len(run) - start >= deepest + past
+    return run.count(b"\n") > 2 or line_gap(run) >= deepest + past
+
+
+def line_gap(blanks: bytes | bytearray) -> int:
+    """The blanks after the last line end of `blanks` (all of them, without one)."""
+    return len(blanks) - (blanks.rfind(b"\n") + 1)

@@ -95,13 +95,10 @@ def line_ended(checker: Checker) -> tuple[int, str] | None:
     """The end of the checker's text and a line end, where the text is complete after that
     and not before: a reply that stopped lacks only the line end the grammar ends its lines
     with (a chat API strips a reply's last one)."""
-    if checker.complete or not checker.allows("\n"):
+    end = checker.chars
+    if checker.complete or not completes_with(checker, end, "\n"):
         return None
-    start = checker.chars
-    checker.feed("\n")
-    complete = checker.complete
-    checker.rollback(start)
-    return (start, "\n") if complete else None
+    return end, "\n"
 
 
 def forgotten_closer(checker: Checker, start: int) -> tuple[int, str] | None:
