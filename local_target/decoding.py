@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Iterator
 from functools import partial
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import llguidance
 import torch
@@ -46,7 +46,10 @@ from local_target.repeats import (
 )
 from local_target.sampling import Sampling, choose
 from local_target.speculation import Cursor, TokenSequence
-from local_target.vocab import Vocabulary
+from local_target.vocab import Vocabulary, either
+
+if TYPE_CHECKING:
+    from local_target.comments import Comments
 
 TokenFlag = Literal["healed", "forced", "sampled", "masked", "closing"]
 """How a token was chosen: "healed" (re-chose the backed-off last committed token), "forced" (the
@@ -90,6 +93,8 @@ class Correcting:
         policy: DecodingPolicy,
         hint: list[int] | None = None,
         committed: bytes = b"",
+        earlier: bytes = b"",
+        comments: Comments | None = None,
     ) -> None:
         self.vocab = vocab
         self.matcher = matcher
@@ -106,6 +111,10 @@ class Correcting:
         # The committed text's blanks at its end, and its deepest indentation (`_blanks_refused`).
         self._blanks = committed[len(committed.rstrip()) :]
         self._deepest = deepest_indent(committed)
+        # What the model wrote just before, in the corrections that led to the committed text's
+        # end: a lexeme written over several rounds is one text to the loop guards (`_refused`).
+        self._earlier = earlier
+        self._comments = comments  # the openers of the grammar's comments, refused (None: none)
         self.mask_seconds = 0.0
         self._generator = sampling.generator()
         self._limit = min(until if isinstance(until, int) else max_tokens, max_tokens)
@@ -269,21 +278,28 @@ class Correcting:
 
     def _refused(self) -> torch.Tensor | None:
         """Tokens not to choose (None: none): blanks past max_blank_run (or wider than the
-        text's indentation allows), a digit past max_digit_run, a loop's next copy, or the
-        next of lines of marks alone (`bare_lines`)."""
+        text's indentation allows), a comment's opener, a digit past max_digit_run, a loop's
+        next copy, or the next of lines of marks alone (`bare_lines`)."""
         refused = self._blanks_refused()
-        if digit_run(self.new, self.policy.max_digit_run):
-            refused = self.vocab.digits if refused is None else refused | self.vocab.digits
-        again = None
-        if (block := repeated_block(self.new, self.policy.max_repeats)) is not None:
-            again = self.vocab.healing_mask(block)  # the block's starts, and tokens past it
-        elif (start := repeated_shape(self.new, self.policy.max_repeats)) is not None:
-            again = self.vocab.ink_mask(start)  # the same, blanks in tokens left out
-        elif (starts := bare_lines(self.new, self.policy.max_repeats)) is not None:
-            for byte in starts:  # an empty comment written again and again: not one more
-                mark = self.vocab.ink_mask(bytes([byte]))
-                again = mark if again is None else again | mark
-        return again if refused is None else refused if again is None else refused | again
+        if self._comments is not None and not self.pending:  # healing: the committed text's
+            refused = either(refused, self._comments.refused(self.matcher, self.new))
+        own = self.own
+        if digit_run(own, self.policy.max_digit_run):
+            refused = either(refused, self.vocab.digits)
+        if (block := repeated_block(own, self.policy.max_repeats)) is not None:
+            return either(refused, self.vocab.healing_mask(block))  # its starts, and past it
+        if (start := repeated_shape(own, self.policy.max_repeats)) is not None:
+            return either(refused, self.vocab.ink_mask(start))  # the same, blanks left out
+        for byte in bare_lines(own, self.policy.max_repeats) or b"":
+            # An empty comment written again and again: not one more.
+            refused = either(refused, self.vocab.ink_mask(bytes([byte])))
+        return refused
+
+    @property
+    def own(self) -> bytes:
+        """What the model wrote: in the corrections before that led to the committed text's end
+        (`earlier`), then in this one."""
+        return self._earlier + self.new
 
     def _mid_char(self) -> bool:
         return incomplete_utf8(self.new)

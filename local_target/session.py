@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import llguidance
 import torch
 
+from local_target.comments import Comments
 from local_target.correction import Correction
 from local_target.decoding import Correcting, Written, unconstrained
 from local_target.errors import TargetError
@@ -47,6 +48,7 @@ _FINALISTS = 3  # texts likeliest() scores whole, out of those likeliest by thei
 # tokens, as n-grams, find their place in it.
 _HINT_OVERLAP = 16
 _HINT_CHARS = 2000  # and at most this much of it
+_OWN_BYTES = 4096  # the most of what the model wrote before that the loop guards are given
 
 
 class _Sequence(NamedTuple):
@@ -82,6 +84,9 @@ class TargetSession:
         self._prompt = tuple(prompt_ids)
         self._seq: _Sequence | None = _Sequence(list(prompt_ids), cache, after)
         self._matcher: _Matcher | None = None
+        # The text after the last correction, and what the model wrote at its end in the
+        # corrections that led to it (one lexeme may take several): the loop guards read it.
+        self._own: tuple[str, bytes] = ("", b"")
         self.forward_passes = 0
         self.forward_seconds = 0.0
 
@@ -288,8 +293,6 @@ class TargetSession:
         correction before its next forward pass with a TargetError; the session stays usable.
         `hint` is text that may follow `text` (a draft's rejected rest): speculation proposes
         from it too, which changes the number of forward passes, never the tokens chosen."""
-        if max_tokens < 1:
-            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         start = time.perf_counter()
         forward0, passes0 = self.forward_seconds, self.forward_passes
         base, backed_off = self._healed_split(text, max_tokens, heal=heal, until=until)
@@ -298,6 +301,7 @@ class TargetSession:
         matcher = self._matcher_at(grammar, base)
         if matcher.validate_tokens(backed_off) != len(backed_off):
             raise TargetError("the committed text does not match the grammar at its last token")
+        committed = text.encode("utf-8", "surrogatepass")
         correcting = Correcting(
             vocab,
             matcher,
@@ -307,10 +311,13 @@ class TargetSession:
             sampling=sampling or Sampling(),
             policy=policy,
             hint=vocab.encode(text[-_HINT_OVERLAP:] + hint[:_HINT_CHARS]) if hint else [],
-            committed=text.encode("utf-8", "surrogatepass"),
+            committed=committed,
+            earlier=self._own[1] if text and text == self._own[0] else b"",
+            comments=Comments.of(vocab, grammar, policy, committed),
         )
         written = self._write(correcting, base, cancel)
         self._matcher = _Matcher(grammar, matcher, base + list(written.tokens))
+        self._own = (text + written.text, correcting.own[-_OWN_BYTES:])
         passes = self.forward_passes - passes0
         timings = _Timings(time.perf_counter() - start, self.forward_seconds - forward0, passes)
         return _correction(written, matcher, len(pending), timings)
@@ -320,6 +327,8 @@ class TargetSession:
     ) -> tuple[list[int], list[int]]:
         """`text`'s tokens as those kept and the last one backed off to heal (none without
         `heal`); TargetError when they and `max_tokens` would not fit the model's context."""
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         text_ids = self.target.vocab.encode(text)
         self.target.check_length(
             self.prompt_len + len(text_ids) + max_tokens,

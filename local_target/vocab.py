@@ -20,6 +20,7 @@ from local_target.errors import TargetError
 from local_target.repeats import ink
 
 _CLOSERS = b"\"')]};"
+_BLANKS = b" \t\r\n"
 
 
 class Vocabulary:
@@ -44,10 +45,10 @@ class Vocabulary:
             if b.strip() and not b.strip().strip(_CLOSERS) and i not in self.special
         ]
         eos = [self.eos] if self.eos < n_logits else []
-        self.closers = self._masked(closing + eos)
+        self.closers = self.mask_of(closing + eos)
         self._printable, self._quotes = self._strings(closing, eos)
         # Tokens of blanks only (spaces, tabs, line ends).
-        self.blanks = self._masked(
+        self.blanks = self.mask_of(
             [
                 i
                 for i, b in enumerate(self.token_bytes)
@@ -64,6 +65,8 @@ class Vocabulary:
         self._blank_width = torch.tensor([w - (n + 1) for w, n in widths])
         self._new_line = torch.tensor([n >= 0 for _, n in widths])
         self._wide: dict[tuple[int, int], torch.Tensor | None] = {}
+        self._opening: dict[tuple[bytes, bool], torch.Tensor] = {}
+        self._starts: dict[bytes, list[int]] = {}
         # Tokens that start with a digit.
         self.digits = torch.zeros(n_logits, dtype=torch.bool)
         self.digits[
@@ -83,6 +86,42 @@ class Vocabulary:
                 self._wide.clear()
             self._wide[key] = wide if bool(wide.any()) else None
         return self._wide[key]
+
+    def opening_mask(self, opener: bytes, *, after_blanks: bool) -> torch.Tensor:
+        """Tokens whose bytes start with `opener`, after their leading blanks where
+        `after_blanks` (a comment's opener: `_comments_refused` in local_target.decoding)."""
+        key = (opener, after_blanks)
+        if key not in self._opening:
+            self._opening[key] = self.mask_of(
+                [
+                    i
+                    for i, b in enumerate(self.token_bytes)
+                    if (b.lstrip(_BLANKS) if after_blanks else b).startswith(opener)
+                    and i not in self.special
+                ]
+            )
+        return self._opening[key]
+
+    def opener_starts(self, opener: bytes) -> list[int]:
+        """Tokens whose bytes, after their leading blanks, are a start of `opener` short of it
+        (`/` of `//`)."""
+        if opener not in self._starts:
+            self._starts[opener] = [
+                i
+                for i, b in enumerate(self.token_bytes)
+                if b.lstrip(_BLANKS)
+                and opener.startswith(b.lstrip(_BLANKS))
+                and len(b.lstrip(_BLANKS)) < len(opener)
+                and i not in self.special
+            ]
+        return self._starts[opener]
+
+    def bytes_after(self, matcher: llguidance.LLMatcher, token: int) -> frozenset[int]:
+        """The printable ASCII bytes `matcher` allows after `token` (which it need not have
+        consumed: it is validated with each)."""
+        return frozenset(
+            byte for byte, t in self._printable if matcher.validate_tokens([token, t]) == 2
+        )
 
     def encode(self, text: str) -> list[int]:
         """The canonical tokenization of `text` (no special tokens); decodes back to `text`."""
@@ -121,13 +160,13 @@ class Vocabulary:
         singles = {b: i for i, b in enumerate(self.token_bytes) if len(b) == 1}
         printable = [(c, singles[bytes([c])]) for c in PRINTABLE if bytes([c]) in singles]
         quotes: dict[int | None, torch.Tensor] = {
-            singles[quote]: self._masked(
+            singles[quote]: self.mask_of(
                 [i for i in closing if self.token_bytes[i].strip()[:1] == quote] + eos
             )
             for quote in (b'"', b"'")
             if quote in singles
         }
-        quotes[None] = self._masked(eos)
+        quotes[None] = self.mask_of(eos)
         return printable, quotes
 
     def string_closers(self, matcher: llguidance.LLMatcher) -> torch.Tensor:
@@ -144,7 +183,8 @@ class Vocabulary:
                 return closers
         return self._quotes[None]
 
-    def _masked(self, tokens: list[int]) -> torch.Tensor:
+    def mask_of(self, tokens: list[int]) -> torch.Tensor:
+        """A mask of `tokens`."""
         mask = torch.zeros(self.n_logits, dtype=torch.bool)
         mask[tokens] = True
         return mask
@@ -158,6 +198,11 @@ class Vocabulary:
         bits = np.frombuffer(matcher.compute_bitmask(), dtype=np.uint8)
         allowed = np.unpackbits(bits, bitorder="little")[: self.n_logits]
         return torch.from_numpy(allowed.astype(bool))
+
+
+def either(one: torch.Tensor | None, other: torch.Tensor | None) -> torch.Tensor | None:
+    """The tokens of either mask (None: none)."""
+    return other if one is None else one if other is None else one | other
 
 
 _MOST_WIDE = 256  # (gap, most) pairs `wide_blanks` keeps

@@ -10,10 +10,15 @@ from typing import Any
 
 from grammars.errors import GrammarError, TextError
 
-__all__ = ["lark_parser", "parse_tree"]
+__all__ = ["lark_parser", "parse_tree", "without_llguidance_only"]
 
 # Directives only llguidance reads; they are removed before the text goes to the lark library.
 _LLGUIDANCE_ONLY = re.compile(r"^\s*%llguidance\b.*$", re.MULTILINE)
+
+
+def without_llguidance_only(source: str) -> str:
+    """`source` for the lark library: without the directives only llguidance reads."""
+    return _LLGUIDANCE_ONLY.sub("", source)
 
 
 def lark_parser(source: str, *, start: str, path: Path | None) -> Any:
@@ -23,7 +28,7 @@ def lark_parser(source: str, *, start: str, path: Path | None) -> Any:
 
     try:
         return lark.Lark(
-            _LLGUIDANCE_ONLY.sub("", source),
+            without_llguidance_only(source),
             parser="earley",
             lexer="dynamic",
             start=start,

@@ -27,15 +27,14 @@ from typing import Any
 
 import lark
 
+from grammars.lark.tree import without_llguidance_only
+
 try:  # Python >= 3.11 (importing sre_parse there warns, and warnings are errors in our tests)
     from re import _parser as sre_parse  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover - Python 3.10
     import sre_parse  # type: ignore[no-redef]
 
 _C = sre_parse  # opcodes and categories are module attributes (LITERAL, IN, MAX_REPEAT, ...)
-
-# Directives only llguidance reads (as grammars.grammar strips them before lark sees the text).
-_LLGUIDANCE_ONLY = re.compile(r"^\s*%llguidance\b.*$", re.MULTILINE)
 
 # Characters drawn for negated classes and `.`: mostly ASCII, some multi-byte UTF-8 (accents, CJK,
 # an emoji, a combining mark, a zero-width space) so that offsets in chars and bytes differ.
@@ -45,14 +44,9 @@ _POOL = PRINTABLE * 3 + EXOTIC + "\t"
 BLANKS = [" "] * 6 + ["\n", "  ", "\t", "\r\n", "\n    "]
 
 
-def lark_source(source: str) -> str:
-    """The grammar text as the lark library should read it (llguidance-only lines removed)."""
-    return _LLGUIDANCE_ONLY.sub("", source)
-
-
 def lark_parser(source: str) -> lark.Lark:
     """A lark parser configured as `Grammar.parse` configures it (Earley, dynamic lexer)."""
-    return lark.Lark(lark_source(source), parser="earley", lexer="dynamic")
+    return lark.Lark(without_llguidance_only(source), parser="earley", lexer="dynamic")
 
 
 @functools.cache

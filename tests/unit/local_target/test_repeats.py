@@ -112,6 +112,26 @@ def test_a_model_that_counts_on_writes_no_run_of_digits_past_the_most(name: str)
     assert max(len(r) for r in re.findall(r"[0-9]+", text + c.text)) <= most + 4, c.text
 
 
+@pytest.mark.model
+@pytest.mark.usefixtures("one_torch_thread")
+def test_a_lexeme_written_over_several_corrections_is_one_text_to_the_loop_guards() -> None:
+    """A guided run writes a correction up to the next terminal, 16 tokens a round: SmolLM2 wrote
+    an invoice's `"sku"` as `1234567890` ten times over, 15 digits a round, each round's digits
+    counted alone. What the session's model wrote in the rounds before, up to the committed
+    text's end, counts too; text that is not its own (a draft's) starts the count again."""
+    made = tiny(TARGET_IDS[0])  # it loops on digits (`157157...`)
+    session = made.session("Write JSON.")
+    copies = DecodingPolicy(max_repeats=10**9)
+    most = copies.max_digit_run
+    text = '{"sku": "1'
+    for _ in range(14):
+        text += session.correct(text, JSON, max_tokens=6, policy=copies).text
+    runs = [len(r) for r in re.findall(r"[0-9]+", text)]
+    assert max(runs) <= most + 4 and sum(runs) > most, text
+    drafted = '{"sku": "' + "157" * 15  # digits the draft wrote: the model's may follow
+    assert session.correct(drafted, JSON, max_tokens=6, policy=copies).text.isdigit()
+
+
 def test_lines_of_marks_alone_are_a_loop_at_the_next_line_start() -> None:
     assert bare_lines(b"[a]\n#\n#\n\n#\n;\n", 4) == b"#;"  # blank lines aside
     assert bare_lines(b"x\n//\n\n//\n\n//\n\n//\n\n", 4) == b"/"
@@ -126,13 +146,15 @@ def test_smollm2_writes_no_run_of_empty_comments_to_its_budget(smollm2: LocalTar
     """Real drafts (bench_real_drafts' ini-app): SmolLM2, asked for an INI file after two
     comment lines, wrote `#` lines until its budget ended, the text incomplete (516 local tokens,
     27 s, then the grammar's own ending). After `max_repeats` lines of marks alone, the next is
-    refused: it writes a section and ends."""
+    refused: it writes a section and ends. Comments are allowed here, as where a grammar's are
+    not known (by default the model opens none: test_comments.py)."""
     ini = load_unseen_grammar("ini")
     text = "# -*- coding: utf-8 -*-\n\n# -*-# -*-\n"
     prompt = "Write an INI file for a web app with a [server] and a [database] section."
-    unlimited = DecodingPolicy(max_repeats=10**9)
+    unlimited = DecodingPolicy(max_repeats=10**9, comments=True)
     looped = smollm2.correct(prompt, text, ini, max_tokens=64, until="complete", policy=unlimited)
     assert len(looped.tokens) == 64 and not ini.matches(text + looped.text)
-    c = smollm2.correct(prompt, text, ini, max_tokens=64, until="complete")
+    allowed = DecodingPolicy(comments=True)
+    c = smollm2.correct(prompt, text, ini, max_tokens=64, until="complete", policy=allowed)
     assert ini.matches(text + c.text) and len(c.tokens) < 64
     assert not any(bare_lines(c.text.encode()[:end], 5) for end in range(len(c.text) + 1))

@@ -1,0 +1,66 @@
+"""The grammar's comments, which a correction does not open (`DecodingPolicy.comments`): a
+grammar never needs one, and a small model free to write them wrote its answer there (SmolLM2
+completing a proto file: `//proto3`, `//user`, `//id`, ...). What they open with is read off the
+grammar (grammars.lark.comments)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from grammars.lark.comments import comment_openers
+from local_target.vocab import either
+
+if TYPE_CHECKING:
+    import llguidance
+    import torch
+
+    from grammars.grammar import Grammar
+    from local_target.policy import DecodingPolicy
+    from local_target.vocab import Vocabulary
+
+
+class Comments:
+    """A correction's refusal of the comments' openers, after `committed` text."""
+
+    def __init__(self, vocab: Vocabulary, openers: tuple[bytes, ...], committed: bytes) -> None:
+        self.vocab = vocab
+        self.openers = openers
+        self._end = committed[-_OPENER_BYTES:]  # where an opener may have begun (`-` of `--`)
+
+    @classmethod
+    def of(
+        cls, vocab: Vocabulary, grammar: Grammar, policy: DecodingPolicy, committed: bytes
+    ) -> Comments | None:
+        """The refusal for a correction under `grammar` and `policy`; None where the policy
+        allows comments or none are known."""
+        openers = () if policy.comments else comment_openers(grammar)
+        return cls(vocab, tuple(o.encode() for o in openers), committed) if openers else None
+
+    def refused(self, matcher: llguidance.LLMatcher, new: bytes | bytearray) -> torch.Tensor | None:
+        """Tokens that would open a comment after the committed text and `new` (None: none),
+        outside a string (its `//` is its text): those that begin with an opener, blanks aside;
+        where the text ends in an opener's start, those that finish it; and an opener's start
+        after which the grammar takes nothing but the opener's rest (`/` in a proto file)."""
+        vocab = self.vocab
+        if vocab.in_free_text(matcher):
+            return None
+        end = self._end + bytes(new[-_OPENER_BYTES:])
+        refused = None
+        for opener in self.openers:
+            refused = either(refused, vocab.opening_mask(opener, after_blanks=True))
+            for cut in range(1, len(opener)):
+                if end.endswith(opener[:cut]):
+                    refused = either(refused, vocab.opening_mask(opener[cut:], after_blanks=False))
+        starts = [t for opener in self.openers for t in vocab.opener_starts(opener)]
+        only = [t for t in starts if matcher.validate_tokens([t]) and self._opens(matcher, t)]
+        return either(refused, vocab.mask_of(only)) if only else refused
+
+    def _opens(self, matcher: llguidance.LLMatcher, token: int) -> bool:
+        """Whether after `token` (an opener's start) the grammar takes nothing but an opener's
+        rest."""
+        start = self.vocab.token_bytes[token].lstrip(b" \t\r\n")
+        rests = {o[len(start)] for o in self.openers if o[: len(start)] == start != o}
+        return self.vocab.bytes_after(matcher, token) <= rests
+
+
+_OPENER_BYTES = 8  # the end of a text a comment's opener may have begun in
