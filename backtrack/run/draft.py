@@ -208,8 +208,7 @@ class DraftReader:
         """Check the answer's next piece: commit what fits (up to what the target's context takes:
         run.context); at a cut, read on for a repair where one may help, else keep the rest."""
         if self.cut:
-            self.rest.append(chunk)
-            return False
+            return self._end_at_cut(chunk)
         if self.read_ahead is not None:
             self.read_ahead.add(chunk)
             return self._repair_when_read()
@@ -231,12 +230,15 @@ class DraftReader:
             self.read_ahead = ReadAhead.after(self.output, self.begun)
             self.read_ahead.add(rest)
             return self._repair_when_read()
-        self._end_at_cut(rest)
-        return False
+        return self._end_at_cut(rest)
 
-    def _end_at_cut(self, rest: str) -> None:
+    def _end_at_cut(self, rest: str) -> bool:
+        """The draft ends at the cut, the reply's `rest` after it; whether to read on: up to
+        `read_after_cut` where the text is incomplete, for a correction to hand back to."""
         self.cut = True
         self.rest.append(rest)
+        most = self.options.read_after_cut if self.options.repair_window else 0
+        return not self.output.checker.complete and sum(map(len, self.rest)) < most
 
     # -- repairs --------------------------------------------------------------------------------
 
@@ -283,8 +285,7 @@ class DraftReader:
             start = prose_lines_after(self.output, rest, final=final, stray=True) if stray else None
             if start is not None:
                 return self._end_before(start, rest)
-            self._end_at_cut(rest)
-            return False
+            return self._end_at_cut(rest)
         self.repairs.append(self.output.make(edit))
         return self._take(rest[edit.skip :])
 
@@ -295,7 +296,7 @@ class DraftReader:
         self.accepted -= len(after)
         self.output.unread(start)
         self._end_at_cut(after + rest)
-        return False
+        return False  # not read on: commentary
 
 
 def crowded(repairs: list[Repair], chars: int) -> bool:

@@ -55,15 +55,15 @@ class HandBack:
         ...`), and the target finishes the text. A reply whose rest holds content (`True, "n":
         None}`) or stopped mid-way (`"b": 2, `) is the API's to go on."""
         rest = self.rest
-        return self.reply_ended and any(
-            _only_closers(rest[skip:]) for skip in skips(rest, REPAIR_LIMITS)
-        )
+        return self.reply_ended and any(_only_closers(rest[skip:]) for skip in _slips(rest))
 
     def kept(self, checker: Checker, written: str) -> int:
         """How much of the target's `written` text to keep: all of it where the rest goes on
         after it (as far as a repair needs to resynchronise) or there is no rest, else the
         longest start after which it does (` 4,` is cut to ` 4` where the rest goes on with
-        `], "b"`): the draft takes over there."""
+        `], "b"`), or after the quoted value the rest opens with, which the correction replaced
+        (`4000,` is cut to `4000` where the rest is `"Minimum Salary",\n  "salary_max"`): the
+        draft takes over there."""
         probe = self.rest[:_HAND_BACK_PROBE]
         # As much as resynchronises a repair; less only where that is the reply's whole rest (a
         # stream closed at the cut left only the start of its rest: no evidence).
@@ -72,9 +72,11 @@ class HandBack:
             need = min(len(probe), need)
         if not probe or len(probe) < need:
             return len(written)
+        value = quoted_end(self.rest)
+        probes = [probe] if value is None else [probe, self.rest[value:][:_HAND_BACK_PROBE]]
         start = checker.chars
         for keep in range(len(written), 0, -1):
-            if checker.fits(written[:keep] + probe) - keep < need:
+            if all(checker.fits(written[:keep] + p) - keep < need for p in probes):
                 continue
             checker.feed(written[:keep])
             inside = checker.in_free_text()  # the rest would be a string's content
@@ -103,7 +105,7 @@ class HandBack:
             # content; the run's own text after a settled key's value waits for the value's end.
             self.rest = rest if self.settled else ""
             return "", None
-        for skip in skips(rest, REPAIR_LIMITS):  # 0 first
+        for skip in _slips(rest):  # 0 first
             taken, reusable = _reusable(checker, rest[skip:], min_chars)
             if reusable:
                 break
@@ -120,6 +122,34 @@ class HandBack:
         checker.feed(reused)
         output.add(reused, "reused")
         return reused, skipped
+
+
+def _slips(rest: str) -> list[int]:
+    """How much of the rest a correction may have replaced: what a repair skips (`skips`), or
+    the quoted value it opens with (`quoted_end`)."""
+    found = skips(rest, REPAIR_LIMITS)
+    value = quoted_end(rest)
+    return found if value is None or value in found else sorted([*found, value])
+
+
+def quoted_end(rest: str) -> int | None:
+    """Where the quoted value `rest` opens with (`"Minimum Salary"`, a string where a number
+    goes) ends, its blanks after it too; None where it opens with none on its line."""
+    quote = rest[:1]
+    if quote not in ('"', "'"):
+        return None
+    end = 1
+    while end < min(len(rest), _QUOTED_MOST):
+        char = rest[end]
+        if char == "\n":
+            return None
+        if char == quote:
+            return len(rest) - len(rest[end + 1 :].lstrip(" \t"))
+        end += 2 if char == "\\" else 1
+    return None
+
+
+_QUOTED_MOST = 256  # characters a quoted value `quoted_end` skips may take
 
 
 def _reusable(checker: Checker, rest: str, min_chars: int) -> tuple[int, int]:

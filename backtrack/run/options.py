@@ -217,6 +217,20 @@ class GuideOptions:
             budget=True,
         ),
     )
+    read_after_cut: int = option(
+        512,
+        Option(
+            "count",
+            "characters read past a cut that no edit repairs, for the correction to hand back to",
+            minimum=0,
+            more="the draft's rest after the target's correction is reused up to its next slip "
+            "(backtrack.run.hand_back); 0 closes the stream at the cut, as does a "
+            "`repair_window` of 0, and the API is asked again for what it had been writing "
+            "(seen: SmolLM2's reply, closed a line after a string where a number goes, written "
+            "again whole by a second call)",
+            budget=True,
+        ),
+    )
     max_repairs: int = option(
         32,
         Option("count", "edits per run, each read on from the same stream", minimum=0, budget=True),

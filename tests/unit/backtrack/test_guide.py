@@ -426,6 +426,42 @@ def test_stream_is_closed_at_the_first_bad_byte(chunk: int) -> None:
     assert (result.text, result.api_calls) == (DOC_A, 2)
 
 
+def test_a_reply_is_read_on_past_a_cut_no_edit_repairs_for_the_correction_to_hand_back_to() -> None:
+    """With no edit to make there (none left: `max_repairs`), the reply is read on past the cut,
+    up to `read_after_cut`: the correction hands back to its rest, and the API's own text after
+    the slip is kept with one call. Closed at the cut (0), the API was asked again."""
+    api = ScriptedAPI(DOC_A, drafts=[LONG_SLIP], chunk=3)
+    result = run(api, JSON, ScriptedTarget("],"), stream=True, max_repairs=0)
+    assert (result.text, result.api_calls) == (LONG_SLIP.replace("3}", "3]"), 1)
+    assert api.closed == [False]
+    api = ScriptedAPI(DOC_A, drafts=[LONG_SLIP], chunk=3)
+    result = run(api, JSON, ScriptedTarget("],"), stream=True, max_repairs=0, read_after_cut=0)
+    assert (result.text, result.api_calls, api.closed) == (DOC_A, 2, [True, False])
+    api = ScriptedAPI(DOC_A, drafts=[LONG_SLIP], chunk=3)
+    run(api, JSON, ScriptedTarget("],"), stream=True, max_repairs=0, read_after_cut=6)
+    bad = LONG_SLIP.index("}")
+    assert api.closed[0] and api.yielded[0] == bad // 3 + 3  # 6 characters past the cut's chunk
+
+
+def test_a_quoted_value_the_correction_replaced_is_skipped_whole() -> None:
+    """SmolLM2's job posting: `"salary_min": "Minimum Salary",` where the schema takes an
+    integer. The correction writes a number; the draft's rest goes on after the quoted value it
+    replaced, not from its opening quote (which fitted nowhere: the API was asked again)."""
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["n", "b"],
+    }
+    api = ScriptedAPI('{"n": 3,\n "b": 2}', drafts=['{"n": "many",\n "b": 2}'], chunk=3)
+    result = run(api, schema, ScriptedTarget("3,"), stream=True, max_repairs=0)
+    assert (result.text, result.api_calls) == ('{"n": 3,\n "b": 2}', 1)
+    assert spans(result)[-3:] == [
+        (1, "correction", "3"),
+        (1, "skipped", '"many"'),
+        (1, "reused", ',\n "b": 2}'),
+    ]
+
+
 @pytest.mark.e2e
 @pytest.mark.anyio
 async def test_async_stream_is_closed_at_the_first_bad_byte(target: LocalTarget) -> None:

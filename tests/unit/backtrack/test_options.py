@@ -214,6 +214,7 @@ BUDGETS = {
     "max_preamble_chars",
     "max_attempts",
     "repair_window",
+    "read_after_cut",
     "max_repairs",
     "max_seconds",
 }
