@@ -88,8 +88,10 @@ class CorrectionRound:
         else:
             keep = self.hand_back.kept(self.output.checker, correction.text)
         self._commit(correction, keep)
-        blanks = keep - len(correction.text[:keep].rstrip())  # the correction's, at its end
-        reused, skipped = self.hand_back.reuse(self.output, min_reuse_chars, blanks)
+        kept = correction.text[:keep]
+        blanks = keep - len(kept.rstrip())  # the correction's, at its end
+        wrote = bool(kept.strip())
+        reused, skipped = self.hand_back.reuse(self.output, min_reuse_chars, blanks, wrote)
         logger.debug(
             "%s round %d: %d characters in %d local tokens (%s), %d characters of the draft reused",
             self.kind,

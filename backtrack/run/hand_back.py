@@ -55,7 +55,7 @@ class HandBack:
         ...`), and the target finishes the text. A reply whose rest holds content (`True, "n":
         None}`) or stopped mid-way (`"b": 2, `) is the API's to go on."""
         rest = self.rest
-        return self.reply_ended and any(_only_closers(rest[skip:]) for skip in _slips(rest))
+        return self.reply_ended and any(_only_closers(rest[skip:]) for skip in _slips(rest, True))
 
     def kept(self, checker: Checker, written: str) -> int:
         """How much of the target's `written` text to keep: all of it where the rest goes on
@@ -73,9 +73,10 @@ class HandBack:
         if not probe or len(probe) < need:
             return len(written)
         value = quoted_end(self.rest)
-        probes = [probe] if value is None else [probe, self.rest[value:][:_HAND_BACK_PROBE]]
+        after = [] if value is None else [self.rest[value:][:_HAND_BACK_PROBE]]
         start = checker.chars
         for keep in range(len(written), 0, -1):
+            probes = [probe, *after] if written[:keep].strip() else [probe]  # blanks replace none
             if all(checker.fits(written[:keep] + p) - keep < need for p in probes):
                 continue
             checker.feed(written[:keep])
@@ -85,7 +86,9 @@ class HandBack:
                 return keep
         return len(written)
 
-    def reuse(self, output: Output, min_chars: int, blanks: int = 0) -> tuple[str, Repair | None]:
+    def reuse(
+        self, output: Output, min_chars: int, blanks: int = 0, wrote: bool = True
+    ) -> tuple[str, Repair | None]:
         """After a correction, commit what of the rest fits (`_reusable`): all of it where that
         completes the text or is at least `min_chars` long, else its start up to its next slip
         when that is; what follows the slip stays for the target's next correction. Where none
@@ -105,7 +108,7 @@ class HandBack:
             # content; the run's own text after a settled key's value waits for the value's end.
             self.rest = rest if self.settled else ""
             return "", None
-        for skip in _slips(rest):  # 0 first
+        for skip in _slips(rest, wrote):  # 0 first
             taken, reusable = _reusable(checker, rest[skip:], min_chars)
             if reusable:
                 break
@@ -124,11 +127,11 @@ class HandBack:
         return reused, skipped
 
 
-def _slips(rest: str) -> list[int]:
-    """How much of the rest a correction may have replaced: what a repair skips (`skips`), or
-    the quoted value it opens with (`quoted_end`)."""
+def _slips(rest: str, wrote: bool) -> list[int]:
+    """How much of the rest a correction may have replaced: what a repair skips (`skips`), or,
+    where it `wrote` more than blanks, the quoted value the rest opens with (`quoted_end`)."""
     found = skips(rest, REPAIR_LIMITS)
-    value = quoted_end(rest)
+    value = quoted_end(rest) if wrote else None
     return found if value is None or value in found else sorted([*found, value])
 
 
