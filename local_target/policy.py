@@ -67,7 +67,7 @@ class DecodingPolicy:
     digits, is a small model counting on (seen: SmolLM2 writing a 400-digit `"sku"` until its
     budget ended, the text incomplete). A token may take the run a few digits past it."""
     comments: bool = False
-    """Whether the model may open the grammar's comments (`Grammar.comment_openers`: what its
+    """Whether the model may open the grammar's comments (grammars.lark.comments: what its
     ignored terminals, and those it names comments, begin with). A grammar never needs one, and
     a small model free to write them wrote its answer there (seen: SmolLM2 completing a proto
     file wrote `//proto3`, `//user`, `//id`, ..., 114 tokens the grammar reads nothing of)."""

@@ -89,7 +89,7 @@ class Vocabulary:
 
     def opening_mask(self, opener: bytes, *, after_blanks: bool) -> torch.Tensor:
         """Tokens whose bytes start with `opener`, after their leading blanks where
-        `after_blanks` (a comment's opener: `_comments_refused` in local_target.decoding)."""
+        `after_blanks` (a comment's opener: local_target.comments)."""
         key = (opener, after_blanks)
         if key not in self._opening:
             self._opening[key] = self.mask_of(
