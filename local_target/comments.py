@@ -26,6 +26,16 @@ class Comments:
         self.vocab = vocab
         self.openers = openers
         self._end = committed[-_OPENER_BYTES:]  # where an opener may have begun (`-` of `--`)
+        # Refused at every step outside a string: the tokens that begin with an opener.
+        self._opening: torch.Tensor | None = None
+        for opener in openers:
+            self._opening = either(self._opening, vocab.opening_mask(opener, after_blanks=True))
+        # The tokens that are an opener's start, each with the bytes that go on to an opener.
+        self._starts: dict[int, set[int]] = {}
+        for opener in openers:
+            for token in vocab.opener_starts(opener):
+                start = vocab.token_bytes[token].lstrip(b" \t\r\n")
+                self._starts.setdefault(token, set()).add(opener[len(start)])
 
     @classmethod
     def of(
@@ -45,22 +55,17 @@ class Comments:
         if vocab.in_free_text(matcher):
             return None
         end = self._end + bytes(new[-_OPENER_BYTES:])
-        refused = None
+        refused = self._opening
         for opener in self.openers:
-            refused = either(refused, vocab.opening_mask(opener, after_blanks=True))
             for cut in range(1, len(opener)):
                 if end.endswith(opener[:cut]):
                     refused = either(refused, vocab.opening_mask(opener[cut:], after_blanks=False))
-        starts = [t for opener in self.openers for t in vocab.opener_starts(opener)]
-        only = [t for t in starts if matcher.validate_tokens([t]) and self._opens(matcher, t)]
+        only = [
+            token
+            for token, rests in self._starts.items()
+            if matcher.validate_tokens([token]) and vocab.bytes_after(matcher, token) <= rests
+        ]  # after it the grammar takes nothing but an opener's rest
         return either(refused, vocab.mask_of(only)) if only else refused
-
-    def _opens(self, matcher: llguidance.LLMatcher, token: int) -> bool:
-        """Whether after `token` (an opener's start) the grammar takes nothing but an opener's
-        rest."""
-        start = self.vocab.token_bytes[token].lstrip(b" \t\r\n")
-        rests = {o[len(start)] for o in self.openers if o[: len(start)] == start != o}
-        return self.vocab.bytes_after(matcher, token) <= rests
 
 
 _OPENER_BYTES = 8  # the end of a text a comment's opener may have begun in
