@@ -1,13 +1,13 @@
 """The grammar's comments, which a correction does not open (`DecodingPolicy.comments`): a
 grammar never needs one, and a small model free to write them wrote its answer there (SmolLM2
 completing a proto file: `//proto3`, `//user`, `//id`, ...). What they open with is read off the
-grammar (grammars.lark.comments)."""
+grammar (grammars.lark.comments) on this side; vLLM's logits processor is sent them
+(local_target.vllm_request) and builds the same refusal from them."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from grammars.lark.comments import comment_openers
 from local_target.vocab import either
 
 if TYPE_CHECKING:
@@ -38,12 +38,8 @@ class Comments:
                 self._starts.setdefault(token, set()).add(opener[len(start)])
 
     @classmethod
-    def of(
-        cls, vocab: Vocabulary, grammar: Grammar, policy: DecodingPolicy, committed: bytes
-    ) -> Comments | None:
-        """The refusal for a correction under `grammar` and `policy`; None where the policy
-        allows comments or none are known."""
-        openers = () if policy.comments else comment_openers(grammar)
+    def of(cls, vocab: Vocabulary, openers: tuple[str, ...], committed: bytes) -> Comments | None:
+        """The refusal of `openers` (`refused_openers`) after `committed`; None without any."""
         return cls(vocab, tuple(o.encode() for o in openers), committed) if openers else None
 
     def refused(self, matcher: llguidance.LLMatcher, new: bytes | bytearray) -> torch.Tensor | None:
@@ -66,6 +62,14 @@ class Comments:
             if matcher.validate_tokens([token]) and vocab.bytes_after(matcher, token) <= rests
         ]  # after it the grammar takes nothing but an opener's rest
         return either(refused, vocab.mask_of(only)) if only else refused
+
+
+def refused_openers(grammar: Grammar, policy: DecodingPolicy) -> tuple[str, ...]:
+    """The openers of `grammar`'s comments a correction under `policy` refuses: none where the
+    policy allows comments (or the grammar has none it knows)."""
+    from grammars.lark.comments import comment_openers  # lark: not in vLLM's environment
+
+    return () if policy.comments else comment_openers(grammar)
 
 
 _OPENER_BYTES = 8  # the end of a text a comment's opener may have begun in

@@ -89,3 +89,29 @@ def padding(run: bytes | bytearray, deepest: int, past: int) -> bool:
 def line_gap(blanks: bytes | bytearray) -> int:
     """The blanks after the last line end of `blanks` (all of them, without one)."""
     return len(blanks) - (blanks.rfind(b"\n") + 1)
+
+
+class OwnText:
+    """What a session's model wrote at the end of the text after its last correction (one
+    lexeme may take several corrections, 16 tokens a round): a correction from exactly that text
+    gives it to the loop guards (`Correcting`'s `earlier`), so that a run of digits or copies
+    written over several rounds is counted as one. Text written in between (a draft's) starts
+    the count again."""
+
+    def __init__(self) -> None:
+        self._text = ""  # the text after the last correction
+        self._bytes = b""  # the end of what the model wrote up to there
+
+    def before(self, text: str) -> bytes:
+        """What the model wrote up to the end of `text`, where it is the text after the last
+        correction; else nothing."""
+        return self._bytes if text and text == self._text else b""
+
+    def wrote(self, text: str, written: str, own: bytes) -> None:
+        """A correction from `text` wrote `written`; `own` is what the model wrote up to its
+        end (the correction's `own`: `before(text)`, then `written`)."""
+        self._text = text + written
+        self._bytes = own[-_OWN_BYTES:]
+
+
+_OWN_BYTES = 4096  # the most of what the model wrote before that the loop guards are given

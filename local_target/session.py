@@ -28,13 +28,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import llguidance
 import torch
 
-from local_target.comments import Comments
+from local_target.comments import Comments, refused_openers
 from local_target.correction import Correction
 from local_target.decoding import Correcting, Written, unconstrained
 from local_target.errors import TargetError
 from local_target.head import Next
 from local_target.model import TargetModel, common_prefix
 from local_target.policy import DEFAULT_POLICY, DecodingPolicy, Until
+from local_target.repeats import OwnText
 from local_target.sampling import Sampling
 
 if TYPE_CHECKING:
@@ -48,7 +49,6 @@ _FINALISTS = 3  # texts likeliest() scores whole, out of those likeliest by thei
 # tokens, as n-grams, find their place in it.
 _HINT_OVERLAP = 16
 _HINT_CHARS = 2000  # and at most this much of it
-_OWN_BYTES = 4096  # the most of what the model wrote before that the loop guards are given
 
 
 class _Sequence(NamedTuple):
@@ -84,9 +84,7 @@ class TargetSession:
         self._prompt = tuple(prompt_ids)
         self._seq: _Sequence | None = _Sequence(list(prompt_ids), cache, after)
         self._matcher: _Matcher | None = None
-        # The text after the last correction, and what the model wrote at its end in the
-        # corrections that led to it (one lexeme may take several): the loop guards read it.
-        self._own: tuple[str, bytes] = ("", b"")
+        self._own = OwnText()  # what the model wrote up to the last correction's end
         self.forward_passes = 0
         self.forward_seconds = 0.0
 
@@ -312,12 +310,12 @@ class TargetSession:
             policy=policy,
             hint=vocab.encode(text[-_HINT_OVERLAP:] + hint[:_HINT_CHARS]) if hint else [],
             committed=committed,
-            earlier=self._own[1] if text and text == self._own[0] else b"",
-            comments=Comments.of(vocab, grammar, policy, committed),
+            earlier=self._own.before(text),
+            comments=Comments.of(vocab, refused_openers(grammar, policy), committed),
         )
         written = self._write(correcting, base, cancel)
         self._matcher = _Matcher(grammar, matcher, base + list(written.tokens))
-        self._own = (text + written.text, correcting.own[-_OWN_BYTES:])
+        self._own.wrote(text, written.text, correcting.own)
         passes = self.forward_passes - passes0
         timings = _Timings(time.perf_counter() - start, self.forward_seconds - forward0, passes)
         return _correction(written, matcher, len(pending), timings)

@@ -18,9 +18,11 @@ Imports only llguidance and local_target's decoding modules: it loads in vLLM's 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from local_target.comments import Comments
 from local_target.errors import TargetError
 from local_target.policy import DEFAULT_POLICY
 from local_target.sampling import Sampling
@@ -39,8 +41,12 @@ _PREFIX = "backtrack_"
 class CorrectionArgs:
     """One correction's arguments: the grammar (llguidance's serialized form) and its parser's
     row limit, the committed text's tokens in the prompt and the one healed, when to stop, and
-    how to choose (the default DecodingPolicy; greedy unless `temperature` > 0). `label` names
-    the correction in the server's log where the processor fails it."""
+    how to choose (the default DecodingPolicy; greedy unless `temperature` > 0). `openers`: the
+    grammar's comment openers the correction refuses (a JSON list; local_target.comments), read
+    on the client's side, where the grammar's Lark source is; `earlier`: what the model wrote up
+    to the committed text's end in the corrections before (hex; local_target.repeats.OwnText),
+    for the loop guards. `label` names the correction in the server's log where the processor
+    fails it."""
 
     grammar: str
     grammar_items: int
@@ -51,6 +57,8 @@ class CorrectionArgs:
     temperature: float = 0.0
     top_p: float = 1.0
     seed: int = -1
+    openers: str = "[]"
+    earlier: str = ""
     label: str = ""
 
     def xargs(self) -> dict[str, str | int | float]:
@@ -73,7 +81,31 @@ class CorrectionArgs:
         args = cls(**values)
         if args.max_tokens < 1 or args.text_tokens < 0 or args.grammar_items < 1:
             raise ValueError("vllm_xargs: max_tokens and grammar_items >= 1, text_tokens >= 0")
+        args.comment_openers()  # ValueError where either is malformed
+        args.earlier_bytes()
         return args
+
+    @staticmethod
+    def sent_openers(openers: tuple[str, ...]) -> str:
+        """`openers` as the `openers` argument carries them."""
+        return json.dumps(list(openers))
+
+    def comment_openers(self) -> tuple[str, ...]:
+        """The comment openers refused; ValueError where the argument is no list of strings."""
+        try:
+            openers = json.loads(self.openers)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"vllm_xargs {_PREFIX}openers is no JSON: {exc}") from exc
+        if not isinstance(openers, list) or not all(isinstance(o, str) and o for o in openers):
+            raise ValueError(f"vllm_xargs {_PREFIX}openers must list strings: {self.openers!r}")
+        return tuple(openers)
+
+    def earlier_bytes(self) -> bytes:
+        """The `earlier` bytes; ValueError where the argument is no hex."""
+        try:
+            return bytes.fromhex(self.earlier)
+        except ValueError as exc:
+            raise ValueError(f"vllm_xargs {_PREFIX}earlier must be hex: {exc}") from exc
 
     def steps(self, vocab: Vocabulary, matcher: llguidance.LLMatcher, text_ids: list[int]) -> Steps:
         """The correction's decisions after `text_ids` (the committed text's tokens but the healed
@@ -87,6 +119,7 @@ class CorrectionArgs:
                 raise TargetError("the committed text does not match the grammar at its last token")
             pending = vocab.token_bytes[self.heal]
         sampling = Sampling(self.temperature, self.top_p, None if self.seed < 0 else self.seed)
+        committed = vocab.decode(text_ids) + pending
         return Steps(
             vocab,
             matcher,
@@ -95,7 +128,9 @@ class CorrectionArgs:
             until=self.until,
             sampling=sampling,
             policy=DEFAULT_POLICY,
-            committed=vocab.decode(text_ids) + pending,
+            committed=committed,
+            earlier=self.earlier_bytes(),
+            comments=Comments.of(vocab, self.comment_openers(), committed),
         )
 
 
@@ -109,9 +144,18 @@ _KINDS: dict[str, type] = {
     "temperature": float,
     "top_p": float,
     "seed": int,
+    "openers": str,
+    "earlier": str,
     "label": str,
 }
-_DEFAULTS: dict[str, Any] = {"temperature": 0.0, "top_p": 1.0, "seed": -1, "label": ""}
+_DEFAULTS: dict[str, Any] = {
+    "temperature": 0.0,
+    "top_p": 1.0,
+    "seed": -1,
+    "openers": "[]",
+    "earlier": "",
+    "label": "",
+}
 
 
 def failure_token(vocab: Vocabulary, n_tokens: int) -> int:

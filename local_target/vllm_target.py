@@ -24,11 +24,13 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from local_target.comments import refused_openers
 from local_target.correction import Correction
 from local_target.errors import ProcessorError, TargetError
 from local_target.model import common_prefix
-from local_target.policy import Until
+from local_target.policy import DEFAULT_POLICY, Until
 from local_target.prompt import Prompt, prompt_ids, tokens_left
+from local_target.repeats import OwnText
 from local_target.sampling import Sampling
 from local_target.vllm_request import CorrectionArgs, failure_token
 from local_target.vocab import Vocabulary
@@ -93,6 +95,7 @@ class VllmSession:
     def __init__(self, target: VllmTarget, prompt_ids: list[int]) -> None:
         self.target = target
         self.prompt_ids = prompt_ids
+        self._own = OwnText()  # what the model wrote up to the last correction's end
 
     def correct(
         self,
@@ -106,7 +109,8 @@ class VllmSession:
         cancel: threading.Event | None = None,
         hint: str = "",
     ) -> Correction:
-        """TargetSession.correct on the server, with the default DecodingPolicy. `hint` only
+        """TargetSession.correct on the server, with the default DecodingPolicy (its comment
+        openers and what the model wrote in the corrections before sent along). `hint` only
         speeds the local target up, so it is not sent; `cancel` is checked before the request.
         ProcessorError where the server's processor failed the correction."""
         del hint  # the same tokens without it
@@ -129,6 +133,8 @@ class VllmSession:
             temperature=sampling.temperature,
             top_p=sampling.top_p,
             seed=-1 if sampling.seed is None else sampling.seed,
+            openers=CorrectionArgs.sent_openers(refused_openers(grammar, DEFAULT_POLICY)),
+            earlier=self._own.before(text).hex(),
             label=f"bt-{uuid.uuid4().hex[:12]}",
         )
         steps = args.steps(vocab, grammar.matcher(vocab.ll), text_ids)  # checks the text first
@@ -136,7 +142,9 @@ class VllmSession:
         if failed:
             raise _failure(steps, text_ids, tokens, args.label)
         steps.replay(tokens)
-        return _correction(steps, time.perf_counter() - start)
+        correction = _correction(steps, time.perf_counter() - start)
+        self._own.wrote(text, correction.text, steps.own)
+        return correction
 
     def likeliest(self, texts: list[str]) -> int:
         """The index of the text the model finds likeliest after the prompt, among texts that

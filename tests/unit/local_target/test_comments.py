@@ -11,7 +11,7 @@ from benchmarks.corpora.unseen import load_unseen_grammar
 from grammars.grammar import Grammar
 from grammars.lark.comments import comment_openers
 from local_target import DecodingPolicy, LocalTarget
-from local_target.comments import Comments
+from local_target.comments import Comments, refused_openers
 
 PROTO = load_unseen_grammar("protobuf")
 SQL = Grammar.load("sqlite")
@@ -35,7 +35,7 @@ def _refused(target: LocalTarget, grammar: Grammar, text: str) -> set[bytes]:
     vocab = target.vocab
     matcher = grammar.matcher(vocab.ll)
     assert matcher.consume_tokens(vocab.encode(text))
-    comments = Comments.of(vocab, grammar, DecodingPolicy(), text.encode())
+    comments = Comments.of(vocab, refused_openers(grammar, DecodingPolicy()), text.encode())
     assert comments is not None
     refused = comments.refused(matcher, b"")
     ids = [] if refused is None else refused.nonzero().flatten().tolist()

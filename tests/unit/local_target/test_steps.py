@@ -9,7 +9,9 @@ tokenizers; one of them biased towards closing JSON, so that completions end.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -18,8 +20,11 @@ import torch
 import tests.support.tokenizer_fixtures as tf
 from grammars.grammar import Grammar
 from local_target import Correction, LocalTarget, Sampling
+from local_target.comments import refused_openers
+from local_target.decoding import Written
 from local_target.errors import TargetError
 from local_target.policy import DEFAULT_POLICY, Until
+from local_target.repeats import OwnText
 from local_target.steps import CHOOSE, Steps
 from local_target.vllm_request import CorrectionArgs, failure_token
 from tests.support.local_targets import (
@@ -41,6 +46,17 @@ FORCED = Grammar.from_lark(
 start: "{\"name\": " STRING ", \"age\": " NUMBER "}"
 STRING: /"[a-z]*"/
 NUMBER: /[0-9]+/
+"""
+)
+# Settings lines with `#` comments (local_target.comments: a correction opens none).
+SH_COMMENTED = Grammar.from_lark(
+    r"""
+start: (NAME "=" NUMBER "\n")+
+NAME: /[a-z]+/
+NUMBER: /[0-9]+/
+COMMENT: /#[^\n]*\n/
+%ignore COMMENT
+%ignore " "
 """
 )
 # (grammar, committed text, until, max_tokens): mid-token, mid-string, after a key, empty, emoji.
@@ -89,7 +105,13 @@ def targets() -> Callable[[str, bool], LocalTarget]:
 
 
 def args_for(
-    target: LocalTarget, text: str, grammar: Grammar, until: Until, max_tokens: int, seed: int
+    target: LocalTarget,
+    text: str,
+    grammar: Grammar,
+    until: Until,
+    max_tokens: int,
+    seed: int,
+    earlier: bytes = b"",
 ) -> tuple[CorrectionArgs, list[int]]:
     """The correction's arguments as the vLLM client sends them, and the text's tokens sent."""
     text_ids = target.vocab.encode(text)
@@ -103,8 +125,18 @@ def args_for(
         max_tokens,
         temperature=0.0 if seed < 0 else 1.0,
         seed=seed,
+        openers=CorrectionArgs.sent_openers(refused_openers(grammar, DEFAULT_POLICY)),
+        earlier=earlier.hex(),
     )
     return args, text_ids
+
+
+def engine_writes(target: LocalTarget, steps: Steps, sequence: list[int]) -> Written:
+    """What the plainest engine writes under `steps` after `sequence`: a forward pass without a
+    cache for every token."""
+    while (token := steps.next_token(fresh_logits(target, sequence))) is not None:
+        sequence.append(token)
+    return steps.written()
 
 
 def local(
@@ -138,9 +170,7 @@ def test_steps_choose_the_local_targets_tokens(
     # The plainest engine: a forward pass without a cache for every token.
     target = targets(name, closing)
     want, steps, sequence = started(target, case, seed)
-    while (token := steps.next_token(fresh_logits(target, sequence))) is not None:
-        sequence.append(token)
-    got = steps.written()
+    got = engine_writes(target, steps, sequence)
     assert (got.tokens, got.flags, got.stop_reason) == (want.tokens, want.flags, want.stop_reason)
     assert got.text == want.text and got.runs == want.runs
 
@@ -185,6 +215,50 @@ def test_replay_gives_back_flags_and_stop_reason(
     assert bool(steps.matcher.is_accepting()) == want.complete
 
 
+def loving(name: str, piece: bytes) -> LocalTarget:
+    """A tiny target on TARGETS[name]'s tokenizer that writes `piece` wherever it may."""
+    tok_name, arch, extra = TARGETS[name]
+    tok = real_tokenizer(tok_name)
+    made = LocalTarget(tf.tiny_model(arch, tok, extra_rows=extra, seed=1), tok)
+    tf.add_logit_bias(made.model, {by_bytes(made, piece): 40.0})
+    return made
+
+
+def test_steps_refuse_the_grammars_comments_as_the_local_target_does() -> None:
+    # The client reads the openers off the grammar's Lark source and sends them; the processor,
+    # which has only llguidance's form, refuses the same tokens.
+    target = loving("smollm2", b"#")
+    want = local(target, "a = 1\n", SH_COMMENTED, "complete", 12, -1)
+    args, text_ids = args_for(target, "a = 1\n", SH_COMMENTED, "complete", 12, -1)
+    sequence = [*target.prompt_ids(PROMPT), *text_ids]
+    got = engine_writes(
+        target,
+        args.steps(target.vocab, SH_COMMENTED.matcher(target.vocab.ll), text_ids),
+        list(sequence),
+    )
+    assert got.tokens == want.tokens and "#" not in got.text
+    allowed = replace(args, openers="[]")  # as before the client sent them
+    steps = allowed.steps(target.vocab, SH_COMMENTED.matcher(target.vocab.ll), text_ids)
+    assert "#" in engine_writes(target, steps, sequence).text
+
+
+def test_steps_count_what_the_model_wrote_in_the_corrections_before() -> None:
+    # A run of digits written over several corrections, 6 tokens each: the client sends what
+    # the model wrote before (OwnText), and the loop guards count it as the local session does.
+    target = loving("smollm2", b"1")
+    session, own, text = target.session(PROMPT), OwnText(), '{"n": 1'
+    for _ in range(12):
+        want = session.correct(text, JSON, max_tokens=6)
+        args, text_ids = args_for(target, text, JSON, "terminal", 6, -1, own.before(text))
+        steps = args.steps(target.vocab, JSON.matcher(target.vocab.ll), text_ids)
+        got = engine_writes(target, steps, [*target.prompt_ids(PROMPT), *text_ids])
+        assert (got.tokens, got.text) == (want.tokens, want.text)
+        own.wrote(text, got.text, steps.own)
+        text += got.text
+    runs = [len(run) for run in re.findall(r"[0-9]+", text)]
+    assert max(runs) <= DEFAULT_POLICY.max_digit_run + 4 and sum(runs) > 50, text
+
+
 def test_replay_refuses_a_token_the_grammar_refuses(targets: Any) -> None:
     target = targets("smollm2", False)
     args, text_ids = args_for(target, '{"a": 1', JSON, "terminal", 8, -1)
@@ -212,8 +286,20 @@ def test_steps_refuse_committed_text_the_grammar_refuses(targets: Any) -> None:
             {**CorrectionArgs("g", 5, 0, -1, "terminal", 8).xargs(), "backtrack_max_tokens": 0},
             ">= 1",
         ),
+        (
+            {**CorrectionArgs("g", 5, 0, -1, "terminal", 8).xargs(), "backtrack_openers": "[#"},
+            "openers is no JSON",
+        ),
+        (
+            {**CorrectionArgs("g", 5, 0, -1, "terminal", 8).xargs(), "backtrack_openers": "[1]"},
+            "openers must list strings",
+        ),
+        (
+            {**CorrectionArgs("g", 5, 0, -1, "terminal", 8).xargs(), "backtrack_earlier": "zz"},
+            "earlier must be hex",
+        ),
     ],
-    ids=["missing", "until", "max_tokens"],
+    ids=["missing", "until", "max_tokens", "openers-json", "openers-list", "earlier"],
 )
 def test_request_arguments_are_checked(extra: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -223,6 +309,9 @@ def test_request_arguments_are_checked(extra: dict[str, Any], message: str) -> N
 def test_request_arguments_round_trip() -> None:
     args = CorrectionArgs("g", 5, 3, 17, 4, 8, temperature=0.5, top_p=0.9, seed=2, label="bt-1")
     assert CorrectionArgs.of(args.xargs()) == args
+    sent = replace(args, openers=CorrectionArgs.sent_openers(("--", "/*")), earlier=b"12\xff".hex())
+    back = CorrectionArgs.of(sent.xargs())
+    assert back.comment_openers() == ("--", "/*") and back.earlier_bytes() == b"12\xff"
 
 
 @pytest.mark.parametrize("name", TARGET_IDS)
