@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from backtrack import GuideResult, guide
+from benchmarks.corpora.unseen import load_unseen_grammar
 from grammars.grammar import Grammar
 from grammars.limits import GrammarLimits
 from local_target import LocalTarget
@@ -96,6 +97,24 @@ def test_a_session_corrects_twice_from_one_prompt(
     for text in ('{"name": "Zo', '{"name": "Zoë", "tags": ['):
         got = session.correct(text, grammar, max_tokens=12)
         assert got.tokens == local.correct(text, grammar, max_tokens=12).tokens
+
+
+def test_corrections_open_no_comment_and_count_the_rounds_before_as_the_local_targets_do(
+    smollm2: LocalTarget, vllm_target: VllmTarget
+) -> None:
+    # A proto file from nothing: free to, SmolLM2 opens with `//` or `/*` comments
+    # (tests/unit/local_target/test_comments.py); the processor is sent the grammar's openers.
+    # Then rounds of a few tokens each, every one from the text the one before ended: what the
+    # model wrote in them goes with each request, for the loop guards.
+    proto = load_unseen_grammar("protobuf")
+    prompt = "Write a proto3 file for a User message with id, name and email."
+    session, local, text = vllm_target.session(prompt), smollm2.session(prompt), ""
+    for _ in range(6):
+        got = session.correct(text, proto, max_tokens=6, until="complete")
+        want = local.correct(text, proto, max_tokens=6, until="complete")
+        assert (got.tokens, got.text) == (want.tokens, want.text), (text, got.text, want.text)
+        text += got.text
+    assert "//" not in text and "/*" not in text and "syntax" in text, text
 
 
 def test_concurrent_corrections_each_get_their_own_tokens(
