@@ -33,9 +33,8 @@ class Comments:
         # The tokens that are an opener's start, each with the bytes that go on to an opener.
         self._starts: dict[int, set[int]] = {}
         for opener in openers:
-            for token in vocab.opener_starts(opener):
-                start = vocab.token_bytes[token].lstrip(b" \t\r\n")
-                self._starts.setdefault(token, set()).add(opener[len(start)])
+            for token, written in vocab.opener_starts(opener):
+                self._starts.setdefault(token, set()).add(opener[written])
 
     @classmethod
     def of(cls, vocab: Vocabulary, openers: tuple[str, ...], committed: bytes) -> Comments | None:

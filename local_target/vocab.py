@@ -66,7 +66,7 @@ class Vocabulary:
         self._new_line = torch.tensor([n >= 0 for _, n in widths])
         self._wide: dict[tuple[int, int], torch.Tensor | None] = {}
         self._opening: dict[tuple[bytes, bool], torch.Tensor] = {}
-        self._starts: dict[bytes, list[int]] = {}
+        self._starts: dict[bytes, list[tuple[int, int]]] = {}
         # Tokens that start with a digit.
         self.digits = torch.zeros(n_logits, dtype=torch.bool)
         self.digits[
@@ -102,16 +102,16 @@ class Vocabulary:
             )
         return self._opening[key]
 
-    def opener_starts(self, opener: bytes) -> list[int]:
+    def opener_starts(self, opener: bytes) -> list[tuple[int, int]]:
         """Tokens whose bytes, after their leading blanks, are a start of `opener` short of it
-        (`/` of `//`)."""
+        (`/` of `//`), each with the length of that start."""
         if opener not in self._starts:
             self._starts[opener] = [
-                i
+                (i, len(start))
                 for i, b in enumerate(self.token_bytes)
-                if b.lstrip(_BLANKS)
-                and opener.startswith(b.lstrip(_BLANKS))
-                and len(b.lstrip(_BLANKS)) < len(opener)
+                if (start := b.lstrip(_BLANKS))
+                and opener.startswith(start)
+                and len(start) < len(opener)
                 and i not in self.special
             ]
         return self._starts[opener]
