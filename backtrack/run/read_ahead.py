@@ -12,7 +12,6 @@ from backtrack.repair.line_end import item_end
 from backtrack.repair.restart import Restart
 from backtrack.run.prose import sentence, spoken
 from backtrack.run.trailing import LINE_MORE, through_line
-from backtrack.trace.record import ink
 from providers.align import FENCE_OPENING
 
 if TYPE_CHECKING:
@@ -35,7 +34,6 @@ class ReadAhead:
     taken: str = ""
     pieces: list[str] = field(default_factory=list)
     chars: int = 0
-    ink: int = 0  # the non-blank characters among them
     lines: bool = False  # a line end has arrived
     head: str = ""  # the first non-blank character
     complete: bool = False  # cut at a complete point: read through the window's line
@@ -63,13 +61,11 @@ class ReadAhead:
             ahead.line = text[start:]
         if ahead.restart is not None and not fresh:
             ahead.taken, ahead.head = taken, taken.lstrip()[:1]
-            ahead.ink = ink(taken)
         return ahead
 
     def add(self, piece: str) -> None:
         self.pieces.append(piece)
         self.chars += len(piece)
-        self.ink += ink(piece)
         self.lines = self.lines or "\n" in piece
         self.head = self.head or piece.lstrip()[:1]
 
@@ -87,7 +83,7 @@ class ReadAhead:
         if self.restart is not None:
             if self.restart.hopeless(self.head):
                 self.restart = None
-            elif not self.restart.enough(self.ink):
+            elif not self.restart.enough(self.taken + "".join(self.pieces)):
                 return True
         if self.chars < window:
             return True

@@ -1446,6 +1446,29 @@ def test_a_restart_whose_first_characters_fit_where_the_answer_was_left_is_a_rep
     assert [(d.reason, d.text) for d in result.drops] == [("repeat", head)]
 
 
+@pytest.mark.parametrize("chunk", [0, 1, 3])
+def test_a_reply_that_writes_the_answer_over_otherwise_is_read_on_after_the_answers_end(
+    chunk: int,
+) -> None:
+    """Asked to go on after `"nights":`, a weak model writes the answer over in its own way, the
+    hotel an object now (SmolLM2 through llama.cpp), and gets to `"nights":` again: its rewrite
+    goes as a repeat, and what it wrote after it is the continuation, with no correction. Before,
+    repairs skipped its start and the local model wrote the rest (`-1` nights)."""
+    hotel = {
+        "type": "object",
+        "properties": {k: {"type": t} for k, t in (("hotel", "string"), ("nights", "integer"))},
+        "required": ["hotel", "nights"],
+        "additionalProperties": False,
+    }
+    head = '{\n    "hotel": "Eurek",\n    "nights":'
+    again = '{\n  "hotel": {"name": "Eurek", "description": "A hotel in Paris"},\n  "nights":'
+    api = ScriptedAPI("", drafts=[head, again + " 3\n}"], chunk=chunk)
+    result = run(api, hotel, ScriptedTarget(), stream=chunk > 0)
+    assert result.text == head + " 3\n}"
+    assert (result.api_calls, result.corrections, result.lost_chars) == (2, 0, 0)
+    assert [(d.reason, d.text) for d in result.drops] == [("repeat", again)]
+
+
 def test_a_reply_that_repeats_only_the_answers_start_and_stops_says_nothing_new() -> None:
     """Asked to go on, the API writes the answer again up to where it wrote it before, short of
     what the local model added, and stops (SmolLM2 through llama.cpp, a podcast's `"topics":`).

@@ -1011,10 +1011,28 @@ def test_a_restart_is_the_answer_again_within_a_tenth_of_its_characters() -> Non
     assert restart is not None and restart.slack == 3
     again = '{"order_id": 12345, "quantity": 0, "total": 1.2}'  # blanks aside, 2 edits
     assert again[restart.end(again) :] == ', "total": 1.2}'
-    assert restart.end('{"order_id": 99, "quantity": 0, "total": 1.2}') is None  # 7 edits
+    assert restart.end('{"order_id": 99, "quantity": 1, "total": 1.2}') is None  # 7 edits
     assert restart.end(', "total": 1.2}') is None  # a continuation
     assert Restart.of('{"a": 1, "b"') is None  # too short to tell a repeat from a continuation
     assert Restart.of("x" * (MAX_INK + 1)) is None  # too long to compare
+
+
+def test_a_rewrite_of_the_answer_goes_on_after_the_answers_last_characters_written_again() -> None:
+    # SmolLM2 asked to go on after `"nights":` wrote the answer over, the hotel an object now.
+    restart = Restart.of('{\n    "hotel": "Eurek",\n    "nights":')
+    assert restart is not None and restart.anchor == 'nights":'  # the fewest that occur once
+    reply = '{\n  "hotel": {"name": "Eurek", "description": "A hotel in Paris"},\n  "nights": 1}'
+    assert restart.enough(reply)
+    assert reply[restart.end(reply) :] == " 1}"
+    assert not restart.enough(reply[:60])  # started over: the anchor may come yet
+    # Another order's id, 7 edits: no repeat, but a rewrite all the same.
+    order = Restart.of('{\n    "order_id": "12345",\n    "quantity": 0')
+    assert order is not None
+    again = '{"order_id": 99, "quantity": 0, "total": 1.2}'
+    assert again[order.end(again) :] == ', "total": 1.2}'
+    # A continuation that writes the anchor, not starting as the answer does, goes on as it is.
+    assert order.end(', "quantity": 0, "total": 1.2}') is None
+    assert order.enough(', "total": 1.2, "notes": "x", "quantity": 0}')
 
 
 def test_within_is_a_whole_reply_that_repeats_a_start_of_the_answer() -> None:
