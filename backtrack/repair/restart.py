@@ -15,8 +15,10 @@ less, an object where the answer has a string (SmolLM2 asked to go on after `{"h
 reply starts as the answer does (its first `SAME_START` non-blank characters) and, where it gets
 to where the answer ends, writes the answer's last characters again (the `anchor`: the fewest,
 `MIN_ANCHOR` or more, that occur once in the answer): the reply goes on after them. Its rewrite
-before them goes, as a repeat does; a reply that starts over and never gets there is cut and
-repaired as any other.
+before them goes, as a repeat does. A reply that starts over and never gets there (by its end,
+or within twice the answer's non-blank characters and `REWRITE_MORE`) has nothing to go on from:
+read on at the cut, its text would be the answer's start again, inside the answer (`{` in a
+string, then keys as the string's text).
 """
 
 from __future__ import annotations
@@ -62,9 +64,18 @@ class Restart:
         ink = _ink(reply)
         if len(ink) < len(self.ink) + self.slack:
             return False
-        if not self.anchor or ink[:SAME_START] != self.ink[:SAME_START]:
+        if not self._starts_over(ink):
             return True
-        return self.anchor in ink or len(ink) >= 2 * len(self.ink) + REWRITE_MORE
+        return (bool(self.anchor) and self.anchor in ink) or len(ink) >= self._reach()
+
+    def rewrites(self, reply: str, *, final: bool) -> bool:
+        """Whether `reply` starts as the answer does and neither repeats it nor gets to its
+        anchor, by its end (`final`) or within the reach of a rewrite: the answer written over,
+        with nothing to go on from."""
+        ink = _ink(reply)
+        if not self._starts_over(ink) or self.end(reply) is not None:
+            return False
+        return final or len(ink) >= self._reach()
 
     def end(self, reply: str) -> int | None:
         """Where the reply's text after its repeat (or rewrite) of the answer starts (right
@@ -73,15 +84,21 @@ class Restart:
         return best[1] + 1 if best is not None else self._rewritten(reply)
 
     def _rewritten(self, reply: str) -> int | None:
-        """Where a rewrite of the answer in `reply` ends: after the first anchor in the reply's
-        first `2 * len(ink) + REWRITE_MORE` non-blank characters, in a reply that starts as the
-        answer does; else None."""
+        """Where a rewrite of the answer in `reply` ends: after the first anchor within its reach
+        (`_reach`), in a reply that starts as the answer does; else None."""
         offsets = [i for i, char in enumerate(reply) if not char.isspace()]
-        ink = "".join(reply[i] for i in offsets)[: 2 * len(self.ink) + REWRITE_MORE]
-        if not self.anchor or ink[:SAME_START] != self.ink[:SAME_START]:
+        ink = "".join(reply[i] for i in offsets)[: self._reach()]
+        if not self.anchor or not self._starts_over(ink):
             return None
         found = ink.find(self.anchor, 1)
         return None if found < 0 else offsets[found + len(self.anchor) - 1] + 1
+
+    def _starts_over(self, ink: str) -> bool:
+        return ink[:SAME_START] == self.ink[:SAME_START]
+
+    def _reach(self) -> int:
+        """The non-blank characters of a rewrite within which it gets to the anchor."""
+        return 2 * len(self.ink) + REWRITE_MORE
 
     def within(self, reply: str) -> bool:
         """Whether the whole of a reply that has ended repeats the answer's start (at least

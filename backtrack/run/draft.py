@@ -124,7 +124,7 @@ class DraftReader:
         if self.start is not None and (held := self.start.finish()):
             self._answer(held)
         if self.seeker is not None:
-            self._seek_start(self.seeker.finish(), final=True)
+            self._seek_start(self.seeker, self.seeker.finish(), final=True)
         if self.fence is not None and self.closing is None:
             held, self.closing = self.fence.flush()  # what was kept back, or a glued fence
             self._take(held)
@@ -175,7 +175,7 @@ class DraftReader:
         fenced reply, split at the closing fence, after which nothing is answer text (it goes
         to `closing`, and the stream is closed)."""
         if self.seeker is not None:
-            return self._seek_start(self.seeker.seek(chunk), final=False)
+            return self._seek_start(self.seeker, self.seeker.seek(chunk), final=False)
         if self.closing is not None:
             self.closing += chunk
             return False
@@ -184,13 +184,10 @@ class DraftReader:
         more = self._take(chunk) if chunk else True
         return more and self.closing is None
 
-    def _seek_start(self, start: int | None, *, final: bool) -> bool:
-        """Before anything is committed: once the seeker knows where the answer starts in what
+    def _seek_start(self, seeker: AnswerStart, start: int | None, *, final: bool) -> bool:
+        """Before anything is committed: once the `seeker` knows where the answer starts in what
         was received (`start`), drop what comes before and take the rest. Returns whether to keep
         reading."""
-        seeker = self.seeker
-        if seeker is None:
-            raise RuntimeError("no answer start is being sought")
         if start is None:
             if seeker.length < preamble_limit(self.options) and not final:
                 return True
@@ -226,10 +223,11 @@ class DraftReader:
         rest = chunk[taken:]
         # Text that only looks like commentary (a word after a blank, a new line) is read on for
         # a repair's window: what fits after the best repair tells (`_repair`).
-        if self._may_repair() and not answer_ended(checker, rest, self.grammar):
-            self.read_ahead = ReadAhead.after(self.output, self.begun)
-            self.read_ahead.add(rest)
-            return self._repair_when_read()
+        if self.options.repair_window and not answer_ended(checker, rest, self.grammar):
+            self.read_ahead = ReadAhead.at_cut(self.output, self.begun, self._may_repair())
+            if self.read_ahead is not None:
+                self.read_ahead.add(rest)
+                return self._repair_when_read()
         return self._end_at_cut(rest)
 
     def _end_at_cut(self, rest: str) -> bool:
@@ -243,11 +241,8 @@ class DraftReader:
     # -- repairs --------------------------------------------------------------------------------
 
     def _may_repair(self) -> bool:
-        """Repairs are on, within budget, and not crowding (`crowded`)."""
         made = self._repairs_before + len(self.repairs)
-        if self.options.repair_window == 0 or made >= self.options.max_repairs:
-            return False
-        return not crowded(self.repairs, self.output.chars)
+        return may_repair(self.options, made, self.repairs, self.output.chars)
 
     def _repair_when_read(self) -> bool:
         """Once a window of the draft past the cut has arrived, look for a repair; where the
@@ -262,14 +257,15 @@ class DraftReader:
         resynchronises, end the draft at the cut for a correction (False)."""
         ahead, self.read_ahead = self.read_ahead, None
         rest = "".join(ahead.pieces if ahead else ())
-        checker = self.output.checker
         opening = ahead.opening(rest, final=final) if ahead else None
-        if opening is not None:  # a remark or a repeat before the continuation: read on after
-            taken = ahead.taken if ahead and opening[1] == "repeat" else ""
+        if opening is not None:  # a remark, a repeat or a rewrite before the continuation
+            at, reason = opening
+            taken = ahead.taken if ahead and reason in ("repeat", "rewrite") else ""
             self.accepted -= len(taken)
-            self.output.unread(checker.chars - len(taken))  # no longer at the cut
-            self.output.drop(taken + rest[: opening[0]], opening[1])
-            return self._take(rest[opening[0] :])
+            self.output.unread(self.output.checker.chars - len(taken))  # no longer at the cut
+            self.output.drop(taken + rest[:at], reason)
+            self.cut = reason == "rewrite"  # nothing to go on from: no more of it is read
+            return not self.cut and self._take(rest[at:])
         # A JSON object or array at the cut is read whole: it may be a value wrapped; the cut's
         # line, where the layout may show a mark left out before it (repair.line_end).
         layout = line_through(self.output.text, rest, self.output.edit_end, LINE_MORE)
@@ -277,11 +273,15 @@ class DraftReader:
         start = prose_lines_after(self.output, rest, final=final)
         if start is not None:  # commentary after the answer: the draft ends where it starts
             return self._end_before(start, rest)
-        edit = edit_at_cut(self.output, self.grammar, rest, window, final=final, prefer=self.prefer)
+        edit = None
+        if self._may_repair():
+            edit = edit_at_cut(
+                self.output, self.grammar, rest, window, final=final, prefer=self.prefer
+            )
         if edit is None:
             # A line no edit reads on through, before commentary: it goes with the commentary
             # (where the text is complete at the cut, what follows the cut goes).
-            stray = not checker.complete
+            stray = not self.output.checker.complete
             start = prose_lines_after(self.output, rest, final=final, stray=True) if stray else None
             if start is not None:
                 return self._end_before(start, rest)
@@ -297,6 +297,13 @@ class DraftReader:
         self.output.unread(start)
         self._end_at_cut(after + rest)
         return False  # not read on: commentary
+
+
+def may_repair(options: GuideOptions, made: int, repairs: list[Repair], chars: int) -> bool:
+    """Repairs are on, within budget (`made` in the run so far), and not crowding (`crowded`)."""
+    if options.repair_window == 0 or made >= options.max_repairs:
+        return False
+    return not crowded(repairs, chars)
 
 
 def crowded(repairs: list[Repair], chars: int) -> bool:

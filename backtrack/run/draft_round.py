@@ -161,7 +161,7 @@ class DraftRound:
             repeated_chars=sum(
                 len(d.text)
                 for d in reader.output.drops
-                if d.round == self.index and d.reason == "repeat"
+                if d.round == self.index and d.reason in ("repeat", "rewrite")
             ),
             cut_at=end.cut_at,
             expected=end.expected,

@@ -63,6 +63,14 @@ class ReadAhead:
             ahead.taken, ahead.head = taken, taken.lstrip()[:1]
         return ahead
 
+    @classmethod
+    def at_cut(cls, output: Output, begun: int, repairs: bool) -> ReadAhead | None:
+        """At a cut: the reply is read on where a repair may be sought (`repairs`), and, with no
+        repair left, where it may open with a remark or start the answer over (a continuation's
+        start): neither is a repair. Else None."""
+        ahead = cls.after(output, begun)
+        return ahead if repairs or ahead.fresh or ahead.restart is not None else None
+
     def add(self, piece: str) -> None:
         self.pieces.append(piece)
         self.chars += len(piece)
@@ -112,7 +120,8 @@ class ReadAhead:
         """What the reply opens with before its continuation, and why it goes: a first line
         that is a remark about the text or a code fence's opening, or a repeat of the answer
         (all of it; or, in a reply that ended there, `final`, a start of it: then the whole
-        reply). None: none of them."""
+        reply), or a rewrite of it (all of the reply so far, with nothing to go on from).
+        None: none of them."""
         line, newline, _ = rest.partition("\n")
         if self.fresh and newline and len(line) < _MAX_REMARK:
             if spoken(line):
@@ -121,9 +130,12 @@ class ReadAhead:
                 return len(line) + 1, "fence"
         if self.restart is None:
             return None
-        repeated = self.restart.end(self.taken + rest)
-        if repeated is None and final and self.restart.within(self.taken + rest):
-            repeated = len(self.taken + rest)  # the answer's start again, and the reply ended
+        reply = self.taken + rest
+        repeated = self.restart.end(reply)
+        if repeated is None and final and self.restart.within(reply):
+            repeated = len(reply)  # the answer's start again, and the reply ended
+        if repeated is None and self.restart.rewrites(reply, final=final):
+            return len(rest), "rewrite"  # the answer over, never back to where it stopped
         return None if repeated is None else (repeated - len(self.taken), "repeat")
 
 

@@ -7,7 +7,10 @@ with `syntax = "proto3";`, and the local model, free to write comments there, wr
 until its 512-token budget ended: the text incomplete, the run not valid. Here the search writes
 `syntax="proto3";`. Inside a string or comment it writes first what ends it; elsewhere it
 prefers closing brackets, other marks, opening brackets, digits, then letters; it opens a comment
-or a string only where nothing else is allowed, and writes a blank only then too. It is bounded
+or a string after those (an INI key's `=` opens its value's free text: seen, the local model
+looping in a key, `-import-python-...`, where `=` and a line end complete the text), and goes on
+from a blank only where nothing else is allowed, though a blank that completes a text ends the
+search at once (a line end, where the grammar's lines end). It is bounded
 in length (`MAX_CHARS`) and in the texts it checks (`MAX_NODES`): a text it cannot complete so
 stays as it was, and the run ends incomplete, as before.
 """
@@ -45,14 +48,14 @@ def shortest_end(checker: Checker) -> str | None:
             checker.feed(text)
             choices = _choices(checker)
             checker.rollback(start)
-            for rank, char in enumerate(choices):
+            for rank, char in enumerate([*choices, *_BLANKS]):
                 nodes += 1
                 checker.feed(text + char)
                 done = checker.complete
                 checker.rollback(start)
                 if done:
                     return text + char
-                if len(text) + 1 < MAX_CHARS:
+                if rank < len(choices) and len(text) + 1 < MAX_CHARS:
                     heapq.heappush(heap, (cost + 1 + rank, len(text) + 1, text + char))
         return None
     finally:
@@ -61,10 +64,11 @@ def shortest_end(checker: Checker) -> str | None:
 
 def _choices(checker: Checker) -> list[str]:
     """The characters to try next, at most `_WIDTH`: closing brackets, other marks, opening
-    brackets, digits, then letters (after a word's character, marks only where one goes), none
-    that only opens free text (a comment, a string); those, then the blanks allowed (a space, a
-    line end), only where nothing else goes. Inside free text: first what ends it (a string's
-    quote, a line comment's line end)."""
+    brackets, digits, then letters (after a word's character, marks only where one goes), first
+    those that do not only open free text (a comment, a string), then those; the blanks allowed
+    (a space, a line end) only where nothing else goes (`shortest_end` checks after each text
+    whether a blank completes it, and goes on from a blank only from here). Inside free text:
+    first what ends it (a string's quote, a line comment's line end)."""
     if checker.in_free_text():
         leaving = _leaving(checker)
         if leaving:
@@ -80,10 +84,8 @@ def _choices(checker: Checker) -> list[str]:
             break
         if not _opens_free_text(checker, char):
             plain.append(char)
-    if plain:
-        return plain
-    if allowed:
-        return allowed[:_WIDTH]
+    if allowed:  # then those that open free text (an INI key's `=`, before its value)
+        return (plain + [c for c in allowed if c not in plain])[:_WIDTH]
     return [c for c in _BLANKS if ord(c) in checker.next_bytes()]
 
 

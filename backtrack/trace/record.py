@@ -40,12 +40,15 @@ DropReason = Literal[
     "unread",  # a failed attempt's text, received before its answer was found
     "stray",  # a continuation that never left the string it began in (a chat reply read as its
     # content), ended there: backtrack.run.stray_reply
+    "rewrite",  # a continuation that wrote the answer over in its own way from its first
+    # character and never got back to where it stopped: backtrack.repair.restart
 ]
 # Drops that may lose answer text: what follows a complete answer may be more of it (the read-ahead
 # of backtrack.run.draft keeps what one edit makes parse), or prose; so may what comes before the
 # answer's start where it does not read as prose (`setpencolor blue`); so may a stray continuation
-# (a string's text the API stopped in); a preamble or a fence does not.
-LOSS_REASONS: frozenset[str] = frozenset({"trailing", "before_answer", "stray"})
+# (a string's text the API stopped in), or a rewrite (what it says anew has no place); a preamble
+# or a fence does not.
+LOSS_REASONS: frozenset[str] = frozenset({"trailing", "before_answer", "stray", "rewrite"})
 RoundKind = Literal["draft", "correction", "completion"]
 RoundEnd = Literal[
     "cut",  # the draft hit a byte the grammar cannot take
@@ -124,7 +127,7 @@ class Round:
     request_id: str | None = None
     repairs: tuple[Repair, ...] = ()
     usage_known: bool = True  # False: the reply did not report its usage
-    repeated_chars: int = 0  # what the API wrote again of the committed text (dropped)
+    repeated_chars: int = 0  # what the API wrote again of the committed text, or over (dropped)
 
 
 @dataclass(frozen=True)

@@ -166,8 +166,9 @@ def written(round_: int, spans: list[tuple[str, Origin]]) -> Output:
 def test_a_restart_in_another_shape_is_not_asked_for_again() -> None:
     """A weak model's settings object (real SmolLM2 drafts through llama.cpp, shortened): its
     first reply nests `"theme"`, the repairs keep `"dark"`, and the target adds the language;
-    asked to go on, it starts its answer over, nested again, and the repairs keep one quote of
-    it. The target completes the text: a third call would have brought the same again."""
+    asked to go on, it starts its answer over, nested again, and never gets back to where it
+    stopped: a rewrite, dropped whole. The target completes the text: a third call would have
+    brought the same again."""
     schema = {
         "type": "object",
         "properties": {"theme": S, "language": S, "volume": {"type": "integer"}},
@@ -177,8 +178,9 @@ def test_a_restart_in_another_shape_is_not_asked_for_again() -> None:
     first = '{\n    "theme": {\n        "en-US": "dark",\n        "fr-CA": "sombre"\n    },\n}'
     again = '{\n    "theme": {\n        "en-US": "dark"\n    },\n    "volume": 3\n}'
     api = ScriptedAPI("", drafts=[first, again, again])
-    target = ScriptedTarget('language": "en",', 'volume": 3}')
+    target = ScriptedTarget('language": "en",', ' "volume": 3}')
     result = guide(FunctionDrafter(api), schema, prompt="settings", target=target)
     assert (result.api_calls, result.valid) == (2, True)
-    assert result.text == '{\n    "theme": "dark",\n        "language": "en",\n        "volume": 3}'
+    assert result.text == '{\n    "theme": "dark",\n        "language": "en", "volume": 3}'
+    assert [d.reason for d in result.drops if d.round == 2] == ["rewrite"]
     assert [until for _, until in target.calls] == ["terminal", "complete"]

@@ -1469,6 +1469,37 @@ def test_a_reply_that_writes_the_answer_over_otherwise_is_read_on_after_the_answ
     assert [(d.reason, d.text) for d in result.drops] == [("repeat", again)]
 
 
+@pytest.mark.parametrize("chunk", [0, 1, 3])
+def test_a_reply_that_writes_the_answer_over_and_never_gets_back_goes_whole(chunk: int) -> None:
+    """Asked to go on inside a string a correction opened, a weak model writes the answer over
+    in its own way and never gets to where it stopped (SmolLM2 through llama.cpp on a recipe):
+    its `{` fitted in the string. All of it goes as a rewrite, which may lose answer text (it
+    counts in `lost_chars`), its `{` with it, and the API is not asked again: the target
+    completes. Before, the `{` stayed in the string, the local model wrote `name}` after it,
+    and the API was asked a third time for the same rewrite."""
+    head = '{\n    "order_id": "12345",\n    "quant'
+    again = '{\n  "order_id": 12345,\n  "total": 9,\n  "note": "paid"\n}'
+    api = ScriptedAPI("", drafts=[head, again], chunk=chunk)
+    result = run(api, ORDER, ScriptedTarget('ity": 2\n}'), stream=chunk > 0)
+    assert result.text == head + 'ity": 2\n}'
+    assert [(d.reason, d.text) for d in result.drops] == [("rewrite", again)]
+    assert result.api_calls == 2
+    assert result.lost_chars == len("".join(again.split()))
+
+
+@pytest.mark.parametrize("repairs", [0, 32])
+def test_a_restart_is_told_with_no_repair_left(repairs: int) -> None:
+    """Telling a repeat or a rewrite of the answer is no repair: it is done when the run has
+    spent its repairs too (SmolLM2 on a recipe made 32 of them in its first reply). Before,
+    with none left, the restart's `{` stayed in the string the answer was left in."""
+    head = '{\n    "order_id": "12345",\n    "quant'
+    again = '{\n  "order_id": 12345,\n  "total": 9\n}'
+    api = ScriptedAPI("", drafts=[head, again, again])
+    result = run(api, ORDER, ScriptedTarget('ity": 2\n}'), max_repairs=repairs)
+    assert (result.text, result.api_calls) == (head + 'ity": 2\n}', 2)
+    assert [d.reason for d in result.drops] == ["rewrite"]
+
+
 def test_a_reply_that_repeats_only_the_answers_start_and_stops_says_nothing_new() -> None:
     """Asked to go on, the API writes the answer again up to where it wrote it before, short of
     what the local model added, and stops (SmolLM2 through llama.cpp, a podcast's `"topics":`).

@@ -32,6 +32,9 @@ from tests.support.scripted import ScriptedAPI, ScriptedTarget
         # A section's name is free text, as a comment is: its bracket opened all the same, and
         # the line ended after it (before, only blanks were tried there: none found, in 7 s).
         ("ini", "# -*- coding: utf-8 -*-\n#\n;\n", "[)]\n"),
+        # A key's `=` opens its value's free text; it is tried after the key's own marks, and a
+        # line end completes the text (before, `-` and `.` went on with the key: none found).
+        ("ini", "[a]\nimport-asyncio-from-datetime", "=\n"),
     ],
 )
 def test_the_shortest_ending_completes_the_text(grammar: str, text: str, ending: str) -> None:
