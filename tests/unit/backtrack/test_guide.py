@@ -1403,12 +1403,18 @@ def test_a_finish_that_needs_more_than_a_few_tokens_gets_the_whole_budget() -> N
     assert [until for _, until in target.calls] == ["terminal", "close", "complete"]
 
 
-ORDER = {
-    "type": "object",
-    "properties": {"order_id": {"type": "string"}, "quantity": {"type": "integer"}},
-    "required": ["order_id", "quantity"],
-    "additionalProperties": False,
-}
+def closed_object(**types: str) -> dict[str, Any]:
+    """A JSON schema's object with these keys of these types, each required, and no other."""
+    properties = {key: {"type": t} for key, t in types.items()}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(types),
+        "additionalProperties": False,
+    }
+
+
+ORDER = closed_object(order_id="string", quantity="integer")
 
 
 @pytest.mark.parametrize("chunk", [0, 1, 3])
@@ -1454,12 +1460,7 @@ def test_a_reply_that_writes_the_answer_over_otherwise_is_read_on_after_the_answ
     hotel an object now (SmolLM2 through llama.cpp), and gets to `"nights":` again: its rewrite
     goes as a repeat, and what it wrote after it is the continuation, with no correction. Before,
     repairs skipped its start and the local model wrote the rest (`-1` nights)."""
-    hotel = {
-        "type": "object",
-        "properties": {k: {"type": t} for k, t in (("hotel", "string"), ("nights", "integer"))},
-        "required": ["hotel", "nights"],
-        "additionalProperties": False,
-    }
+    hotel = closed_object(hotel="string", nights="integer")
     head = '{\n    "hotel": "Eurek",\n    "nights":'
     again = '{\n  "hotel": {"name": "Eurek", "description": "A hotel in Paris"},\n  "nights":'
     api = ScriptedAPI("", drafts=[head, again + " 3\n}"], chunk=chunk)
@@ -1714,12 +1715,7 @@ def test_nothing_after_a_complete_text_is_read_on_by_an_edit_that_reads_none_of_
     line end and the fence. Deleting the `}`, skipping the line end and writing the `}` again
     reads nothing of the reply and ends the text complete; it is no reading on (before, the trace
     showed the line end twice and the `}` after them)."""
-    schema = {
-        "type": "object",
-        "properties": {n: {"type": t} for n, t in (("name", "string"), ("age", "integer"))},
-        "required": ["name", "age"],
-        "additionalProperties": False,
-    }
+    schema = closed_object(name="string", age="integer")
     reply = '```json\n{\n  "name": "Felix",\n  "age": 2,\n  "color": "black"\n}\n```\n\nThis JSON'
     result = run(ScriptedAPI("", drafts=[reply]), schema, ScriptedTarget())
     shown = "".join(s.text for s in result.trace.spans if s.origin != "edit")
