@@ -69,13 +69,11 @@ class Restart:
         return (bool(self.anchor) and self.anchor in ink) or len(ink) >= self._reach()
 
     def rewrites(self, reply: str, *, final: bool) -> bool:
-        """Whether `reply` starts as the answer does and neither repeats it nor gets to its
-        anchor, by its end (`final`) or within the reach of a rewrite: the answer written over,
-        with nothing to go on from."""
+        """Whether `reply`, which neither repeats the answer nor gets to its anchor (`end` found
+        nothing), starts as the answer does and has ended (`final`) or gone past the reach of a
+        rewrite: the answer written over, with nothing to go on from."""
         ink = _ink(reply)
-        if not self._starts_over(ink) or self.end(reply) is not None:
-            return False
-        return final or len(ink) >= self._reach()
+        return self._starts_over(ink) and (final or len(ink) >= self._reach())
 
     def end(self, reply: str) -> int | None:
         """Where the reply's text after its repeat (or rewrite) of the answer starts (right

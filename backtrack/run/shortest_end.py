@@ -10,9 +10,9 @@ prefers closing brackets, other marks, opening brackets, digits, then letters; i
 or a string after those (an INI key's `=` opens its value's free text: seen, the local model
 looping in a key, `-import-python-...`, where `=` and a line end complete the text), and goes on
 from a blank only where nothing else is allowed, though a blank that completes a text ends the
-search at once (a line end, where the grammar's lines end). It is bounded
-in length (`MAX_CHARS`) and in the texts it checks (`MAX_NODES`): a text it cannot complete so
-stays as it was, and the run ends incomplete, as before.
+search at once (a line end, where the grammar's lines end). It is bounded in length
+(`MAX_CHARS`) and in the texts it checks (`MAX_NODES`): a text it cannot complete so stays as it
+was, and the run ends incomplete, as before.
 """
 
 from __future__ import annotations
