@@ -13,8 +13,9 @@ A correction writes after the committed text under the grammar's matcher, step b
   first `closing_after` tokens, or from its first token (`until="close"`), closing tokens
   (quotes, brackets, ';', EOS) get a bonus, so the text ends rather than rambles on;
 - the stop rules: EOS, or at a complete point a choice the grammar refuses ("eos"); nothing may
-  follow ("grammar_end"); a lexeme ended ("terminal"); the budget spent ("max_tokens"), but never
-  inside a character or the healed token.
+  follow ("grammar_end"); a lexeme ended ("terminal"); the budget spent, or text that has
+  stopped being new (`DecodingPolicy.min_novelty`) ("max_tokens"), but never inside a character
+  or the healed token.
 
 The numbers behind these choices are a DecodingPolicy's fields. This module only decides: the
 session it writes in (a `TokenSequence`) keeps the token sequence, the KV cache and the logits
@@ -40,6 +41,7 @@ from local_target.repeats import (
     deepest_indent,
     digit_run,
     line_gap,
+    looping,
     padding,
     repeated_block,
     repeated_shape,
@@ -142,7 +144,7 @@ class Correcting:
     def _choose_all(self, cursor: Cursor) -> StopReason:
         matcher = self.matcher
         while True:
-            if len(self.tokens) >= self._limit and not self.pending and not self._mid_char():
+            if self._spent():
                 return "max_tokens"
             if matcher.is_stopped():
                 return "grammar_end"
@@ -300,6 +302,13 @@ class Correcting:
         """What the model wrote: in the corrections before that led to the committed text's end
         (`earlier`), then in this one."""
         return self._earlier + self.new
+
+    def _spent(self) -> bool:
+        """The budget is spent, or what the model writes has stopped being new (`looping`), and
+        no character or healed token is left half-written."""
+        if self.pending or self._mid_char():
+            return False
+        return len(self.tokens) >= self._limit or looping(self.own, self.policy.min_novelty)
 
     def _mid_char(self) -> bool:
         return incomplete_utf8(self.new)

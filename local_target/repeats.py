@@ -1,11 +1,12 @@
 """Loops in what a model writes: the block of bytes a text ends with several copies of in a row
 (`DecodingPolicy.max_repeats`), lines of marks alone (`bare_lines`), blanks past the text's own
-indentation, and a run of digits.
+indentation, a run of digits, and text that has stopped being new (`looping`).
 Imports nothing but Python, so it loads inside vLLM's environment as well as ours."""
 
 from __future__ import annotations
 
 import re
+import zlib
 
 
 def repeated_block(text: bytes | bytearray, copies: int) -> bytes | None:
@@ -61,6 +62,16 @@ def digit_run(text: bytes | bytearray, most: int) -> bool:
     (`DecodingPolicy.max_digit_run`)."""
     tail = bytes(text[-most - 1 :])
     return len(tail) > most and tail.isdigit()
+
+
+def looping(text: bytes | bytearray, least: float) -> bool:
+    """Whether the last `NOVELTY_BYTES` of `text` compress to less than `least` of their size
+    (`DecodingPolicy.min_novelty`): what the model writes has stopped being new."""
+    tail = bytes(text[-NOVELTY_BYTES:])
+    return len(tail) == NOVELTY_BYTES and len(zlib.compress(tail, 9)) < least * NOVELTY_BYTES
+
+
+NOVELTY_BYTES = 384
 
 
 def ink(data: bytes) -> bytes:

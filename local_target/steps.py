@@ -115,7 +115,7 @@ class Steps(Correcting):
             return token
         if self._ended:
             self.stopped = "terminal"
-        elif len(self.tokens) >= self._limit and not self.pending and not self._mid_char():
+        elif self._spent():
             self.stopped = "max_tokens"
         elif self.matcher.is_stopped():
             self.stopped = "grammar_end"

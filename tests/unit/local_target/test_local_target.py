@@ -551,10 +551,12 @@ def test_closing_window_is_a_quarter_of_the_budget_within_4_to_32_or_all_after_6
         {"closing_min": 9, "closing_max": 8},
         {"speculate": -1},
         {"selective_share": 1.5},
+        {"min_novelty": -0.1},
+        {"min_novelty": float("nan")},
     ],
     ids=str,
 )
-def test_bad_policy_parameters_are_named(fields: dict[str, int]) -> None:
+def test_bad_policy_parameters_are_named(fields: dict[str, float]) -> None:
     with pytest.raises(ValueError, match=next(iter(fields))):
         DecodingPolicy(**fields)
 

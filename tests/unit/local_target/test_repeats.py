@@ -5,7 +5,9 @@ more copy are refused while the grammar allows anything else."""
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -14,7 +16,14 @@ from benchmarks.corpora.unseen import load_unseen_grammar
 from grammars.grammar import Grammar
 from local_target import DecodingPolicy, LocalTarget
 from local_target.policy import DEFAULT_POLICY
-from local_target.repeats import bare_lines, digit_run, repeated_block, repeated_shape
+from local_target.repeats import (
+    NOVELTY_BYTES,
+    bare_lines,
+    digit_run,
+    looping,
+    repeated_block,
+    repeated_shape,
+)
 from tests.support.local_targets import TARGET_IDS, TARGETS, real_tokenizer
 
 JSON = Grammar.load("json")
@@ -86,6 +95,38 @@ def test_a_model_that_loops_repeats_no_block_more_than_the_limit(name: str) -> N
     c = made.correct("Write JSON.", text, JSON, max_tokens=60, until="complete")
     assert JSON.check(text + c.text).valid
     assert not loops(c.text, DEFAULT_POLICY.max_repeats + 1), repr(c.text)
+
+
+def test_text_that_has_stopped_being_new_is_a_loop() -> None:
+    """SmolLM2 in an INI key varied round the copy guards for 512 tokens; its last 384 bytes
+    compress to an eighth. A document's do not (JSON with repeated keys, CSV rows, DOT edges)."""
+    names = ("python", "python3.2", "python", "python4", "python5")
+    key = b"".join(b"-import-" + n.encode() for n in names * 8)
+    assert looping(key, DEFAULT_POLICY.min_novelty)
+    assert not looping(key[: NOVELTY_BYTES - 1], DEFAULT_POLICY.min_novelty)  # too short to tell
+    rows = [{"id": n, "name": f"user{n}", "active": n % 3 == 0} for n in range(12)]
+    csv = "".join(f"{n},{n * 7 % 10},{n * n}\n" for n in range(60))
+    edges = "".join(f"  n{n} -> n{n * 5 % 17} [label=e{n}];\n" for n in range(20))
+    for document in (json.dumps(rows, indent=2), csv, edges):
+        assert len(document) >= NOVELTY_BYTES
+        assert not looping(document.encode(), DEFAULT_POLICY.min_novelty), document[:40]
+
+
+@pytest.mark.model
+@pytest.mark.usefixtures("one_torch_thread")
+def test_a_correction_whose_text_has_stopped_being_new_stops() -> None:
+    """The tiny model, its copy and digit guards off, loops to its whole budget; with the
+    novelty rule it stops as if its budget were spent, its text's end a loop."""
+    made = tiny(TARGET_IDS[0])
+    text = '{"a": "'
+    off = DecodingPolicy(max_repeats=10**9, max_digit_run=10**9, min_novelty=0)
+    endless = made.correct("Write JSON.", text, JSON, max_tokens=300, until=300, policy=off)
+    assert len(endless.tokens) == 300 and looping(endless.text.encode(), 0.15)
+    on = replace(off, min_novelty=DEFAULT_POLICY.min_novelty)
+    c = made.correct("Write JSON.", text, JSON, max_tokens=300, until=300, policy=on)
+    assert c.stop_reason == "max_tokens" and len(c.tokens) < 300
+    assert looping(c.text.encode(), on.min_novelty)
+    assert not looping(c.text.encode()[:-8], on.min_novelty)  # it stopped once it was one
 
 
 def test_a_run_of_digits_past_the_most_may_not_grow() -> None:
