@@ -48,7 +48,7 @@ from local_target.repeats import (
 )
 from local_target.sampling import Sampling, choose
 from local_target.speculation import Cursor, TokenSequence
-from local_target.vocab import Vocabulary, either
+from local_target.vocab import Vocabulary, either, incomplete_utf8
 
 if TYPE_CHECKING:
     from local_target.comments import Comments
@@ -378,16 +378,6 @@ def full_mask(vocab: Vocabulary, matcher: llguidance.LLMatcher, pending: bytes) 
     mask = torch.zeros(vocab.n_logits, dtype=torch.bool)
     mask[[t for t in candidates if matcher.validate_tokens([t]) == 1]] = True
     return mask
-
-
-def incomplete_utf8(data: bytes | bytearray) -> bool:
-    """`data` ends inside a multi-byte character."""
-    for back in range(1, min(4, len(data)) + 1):
-        byte = data[-back]
-        if byte & 0xC0 != 0x80:  # a lead byte (or ASCII): how many bytes does it need?
-            need = 1 if byte < 0x80 else 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
-            return need > back
-    return False
 
 
 def _runs(flags: list[TokenFlag], pieces: list[bytes]) -> tuple[tuple[TokenFlag, str], ...]:

@@ -230,3 +230,13 @@ class _Prefixes:
             ids += self._by_key.get(text[:k], [])
         mask[ids] = True
         return mask
+
+
+def incomplete_utf8(data: bytes | bytearray) -> bool:
+    """`data` ends inside a multi-byte character."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 != 0x80:  # a lead byte (or ASCII): how many bytes does it need?
+            need = 1 if byte < 0x80 else 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            return need > back
+    return False
