@@ -376,6 +376,12 @@ class Checker:
         """The bytes that may follow `text` (256 stands for the end of text)."""
         return frozenset(allowed_bytes(self._matcher))
 
+    def forced(self) -> str:
+        """The text the grammar forces after `text`: the characters it leaves no choice for
+        (`else` after `e`, where only `else` may follow)."""
+        data = bytes(self._matcher.compute_ff_bytes())
+        return data[: char_aligned(data, len(data))].decode("utf-8")
+
     def fits(self, chunk: str) -> int:
         """How many characters of `chunk` `feed` would take (the state is unchanged)."""
         data = chunk.encode("utf-8")

@@ -16,7 +16,17 @@ __all__ = ["allowed_bytes", "expected_after"]
 def allowed_bytes(matcher: llguidance.LLMatcher) -> list[int]:
     """The bytes `matcher` allows next, EOS (256) included."""
     mask = matcher.compute_bitmask()
-    return [b for b in range(EOS + 1) if mask[b // 8] >> (b % 8) & 1]
+    return [
+        at + bit
+        for at, bits in zip(range(0, EOS + 1, 8), mask[: EOS // 8 + 1], strict=False)
+        if bits
+        for bit in _SET_BITS[bits]
+        if at + bit <= EOS
+    ]
+
+
+_SET_BITS = tuple(tuple(i for i in range(8) if value >> i & 1) for value in range(256))
+"""The bits set in each byte value, lowest first."""
 
 
 def expected_after(matcher: llguidance.LLMatcher) -> tuple[str, ...]:

@@ -229,6 +229,34 @@ def test_probes_leave_state_unchanged(probe, fed, chunk, answer):
     assert checker.expected() == JSON.check(checker.text).expected
 
 
+@pytest.mark.parametrize(
+    ("fed", "forced"),
+    [
+        pytest.param('{"a": t', "rue", id="a-literal-begun"),
+        pytest.param('{"a": "x', "", id="free-text"),
+        pytest.param('{"a": 1', "", id="a-choice"),
+        pytest.param('{"a": ', "", id="a-value"),
+    ],
+)
+def test_forced_is_the_text_the_grammar_leaves_no_choice_for(fed, forced):
+    checker = JSON.checker()
+    checker.feed(fed)
+    assert checker.forced() == forced
+    assert checker.text == fed
+    if forced:
+        assert [chr(b) for b in checker.next_bytes()] == [forced[0]]
+
+
+def test_next_bytes_are_the_bytes_that_feed_takes():
+    for fed in ("", '{"a": ', '{"a": "x', '{"a": 1', '{"a": 1}', '["日'):
+        checker = JSON.checker()
+        checker.feed(fed)
+        taken = {b for b in range(256) if checker.fits(bytes([b]).decode("latin-1")) == 1}
+        ascii_next = {b for b in checker.next_bytes() if b < 128}
+        assert ascii_next == {b for b in taken if b < 128}
+        assert (256 in checker.next_bytes()) is checker.complete
+
+
 def test_allows_agrees_with_feed():
     rng = random.Random(3)
     for piece in split(DOC, rng, 12):
