@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from backtrack.run.prose import MARKDOWN, LineWords, echoes_prompt, prose, sentence
-from grammars.checker import append_piece
+from grammars.text import append_piece
 from providers.align import FENCE
 
 if TYPE_CHECKING:

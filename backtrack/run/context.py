@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from grammars.checker import char_aligned
+from grammars.text import char_aligned
 
 if TYPE_CHECKING:
     from backtrack.run.options import GuideOptions

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from backtrack.trace.record import OUTPUT_ORIGINS, Origin, Span
-from grammars.checker import append_piece
+from grammars.text import append_piece
 
 
 class SpanLog:
