@@ -39,7 +39,7 @@ from backtrack.run.layout import close_forgotten
 from backtrack.run.options import GuideOptions
 from backtrack.run.output import Output
 from backtrack.run.schema import policy_for
-from backtrack.run.shortest_end import shortest_end
+from backtrack.run.shortest_end import grammar_ending
 from backtrack.run.stray_reply import leave_out_stray
 from backtrack.run.trailing import close_up, final_point
 from backtrack.trace.record import Round, StopReason, Trace
@@ -285,7 +285,7 @@ class GuideLoop:
             self._next = "correct"
         elif round_.completes:
             if not checker.complete and not close_up(self.output, self.schema.met):
-                close_up(self.output, self.schema.met, shortest_end)  # the grammar's own ending
+                grammar_ending(self.output, self.schema.met)
             self.stop_reason = self.budget.completed(checker.complete)
         elif checker.complete and (checker.stopped or (ended and self._hand_back.reply_ended)):
             self.stop_reason = "complete"

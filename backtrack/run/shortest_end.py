@@ -33,9 +33,13 @@ import string
 from typing import TYPE_CHECKING
 
 from backtrack.run.trailing import CLOSING_BRACKETS
+from backtrack.trace.record import OUTPUT_ORIGINS
 from grammars.checker import PRINTABLE
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from backtrack.run.output import Output
     from grammars import Checker
 
 MAX_CHARS = 48
@@ -49,6 +53,43 @@ _TEXT = PRINTABLE | frozenset(b"\n")
 
 Move = tuple[str, bool]  # the text it adds, and whether the text is complete after it
 Signature = tuple[bool, frozenset[int]]  # complete, and the bytes that may follow
+
+
+def grammar_ending(output: Output, met: Callable[[str], bool]) -> bool:
+    """Write the grammar's shortest ending (`shortest_end`) after the output's text, as an edit,
+    where `met` takes the text it completes; where there is none, at the latest point before
+    that has one in the text the target wrote last (after a blank or a mark, at most
+    `_BACK_TRIES` points back; never into the API's text, nor a token the target healed): what
+    the target wrote after that point goes (shown as deleted). Seen: SmolLM2 opened brackets
+    deeper than an ending of `MAX_CHARS` closes. Returns whether it completed the text."""
+    checker, text = output.checker, output.text
+    for at in _own_points(output)[:_BACK_TRIES]:
+        checker.rollback(at)
+        ending = shortest_end(checker)
+        checker.feed(text[at:])
+        if ending is not None and met(text[:at] + ending):
+            output.take_back(at)
+            checker.feed(ending)
+            output.add(ending, "edit")
+            return True
+    return False
+
+
+_BACK_TRIES = 16
+
+
+def _own_points(output: Output) -> list[int]:
+    """The output's end, then the points after a blank or a mark in the text the target wrote
+    at the output's end (its corrections' and forced spans there), latest first."""
+    own = 0
+    for span in reversed(output.spans):
+        if span.origin in ("correction", "forced"):
+            own += len(span.text)
+        elif span.origin in OUTPUT_ORIGINS:
+            break
+    text, end = output.text, output.chars
+    earlier = range(end - 1, max(end - own, 1) - 1, -1)
+    return [end, *(at for at in earlier if not _word(text[at - 1]))]
 
 
 def shortest_end(checker: Checker) -> str | None:
@@ -80,9 +121,26 @@ class _Search:
                         return text + move
                     if len(text) + len(move) < MAX_CHARS:
                         heapq.heappush(heap, (cost + 1 + rank, len(text) + len(move), text + move))
-            return None
+            return self._dive()
         finally:
             self.checker.rollback(self.start)
+
+    def _dive(self) -> str | None:
+        """Where the best-first search found nothing: the text the first move preferred at each
+        text leads to, where it completes the text within `MAX_CHARS` (closing brackets as deep
+        as the text is: the search explores every cheaper text first, too many where 40
+        brackets are open)."""
+        text = ""
+        while len(text) < MAX_CHARS:
+            self.checker.feed(text)
+            moves = self._moves()
+            self.checker.rollback(self.start)
+            if not moves:
+                return None
+            text += moves[0][0]
+            if moves[0][1]:
+                return text if len(text) <= MAX_CHARS else None
+        return None
 
     def _moves(self) -> list[Move]:
         """The moves from the checker's text, in the order preferred."""

@@ -298,15 +298,10 @@ def final_point(output: Output, limit: int) -> int:
     return output.promised
 
 
-def close_up(
-    output: Output,
-    met: Callable[[str], bool],
-    ending: Callable[[Checker], str | None] | None = None,
-) -> bool:
-    """Where the text lacks only closers (`closing`; or what `ending` finds instead, the grammar's
-    own ending: backtrack.run.shortest_end), and `met` takes the text they complete (a JSON
-    schema's required keys are there), write them, as an edit."""
-    closers = (ending or closing)(output.checker)
+def close_up(output: Output, met: Callable[[str], bool]) -> bool:
+    """Where the text lacks only closers (`closing`), and `met` takes the text they complete (a
+    JSON schema's required keys are there), write them, as an edit."""
+    closers = closing(output.checker)
     if not closers or not met(output.text + closers):
         return False
     output.checker.feed(closers)

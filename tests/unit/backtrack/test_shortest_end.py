@@ -101,3 +101,45 @@ def test_a_completion_that_left_the_text_incomplete_gets_the_grammars_ending() -
         ("correction", "// the name\n"),
         ("edit", "_{}"),
     ]
+
+
+def test_an_ending_out_of_reach_is_found_earlier_in_the_targets_own_text() -> None:
+    """The local model, completing, opened brackets deeper than an ending of MAX_CHARS closes.
+    Before, the run ended not valid (stop `incomplete`); now its last brackets go (shown as
+    deleted) back to where the grammar's ending is within reach, and the ending follows. The
+    API's text is never taken back."""
+    opened = MAX_CHARS + 12
+    target = ScriptedTarget("[" * opened)
+    result = guide(
+        providers.FunctionDrafter(ScriptedAPI('{"a": @')),
+        Grammar.load("json"),
+        prompt="p",
+        target=target,
+        max_corrections=0,
+        max_repairs=0,
+    )
+    assert (result.valid, result.stop_reason) == (True, "target_completed")
+    kept = result.text.count("[")
+    assert opened - 16 <= kept < opened and result.text.count("]") == kept
+    assert result.text == '{"a": ' + "[" * kept + "]" * kept + "}"
+    assert [(s.origin, s.text) for s in result.trace.spans][-3:] == [
+        ("correction", "[" * kept),
+        ("deleted", "[" * (opened - kept)),
+        ("edit", "]" * kept + "}"),
+    ]
+
+
+def test_an_ending_is_not_sought_in_the_apis_text() -> None:
+    """Brackets the API opened are its own: backing off stops where the target's text starts,
+    and the run ends incomplete, the API's text kept whole."""
+    draft = '{"a": ' + "[" * (MAX_CHARS + 12) + "@"
+    result = guide(
+        providers.FunctionDrafter(ScriptedAPI(draft)),
+        Grammar.load("json"),
+        prompt="p",
+        target=ScriptedTarget("["),
+        max_corrections=0,
+        max_repairs=0,
+    )
+    assert (result.valid, result.stop_reason) == (False, "incomplete")
+    assert result.text == draft[:-1] + "["
