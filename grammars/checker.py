@@ -359,9 +359,10 @@ class Checker:
 
     def forced(self) -> str:
         """The text the grammar forces after `text`: the characters it leaves no choice for
-        (`else` after `e`, where only `else` may follow)."""
-        data = bytes(self._matcher.compute_ff_bytes())
-        return data[: char_aligned(data, len(data))].decode("utf-8")
+        (`else` after `e`, where only `else` may follow); not the first bytes of a character
+        whose last ones are a choice (`é` or `è`: the forced bytes of a text are UTF-8 but
+        for that end, which is left out)."""
+        return bytes(self._matcher.compute_ff_bytes()).decode("utf-8", "ignore")
 
     def fits(self, chunk: str) -> int:
         """How many characters of `chunk` `feed` would take (the state is unchanged)."""

@@ -247,6 +247,13 @@ def test_forced_is_the_text_the_grammar_leaves_no_choice_for(fed, forced):
         assert [chr(b) for b in checker.next_bytes()] == [forced[0]]
 
 
+def test_forced_leaves_out_a_character_whose_last_bytes_are_a_choice():
+    checker = Grammar.from_lark('start: "éa" | "èb" | "ç"').checker()
+    assert checker.forced() == ""  # the first byte of é, è and ç is forced, not a character
+    checker.feed("é")
+    assert checker.forced() == "a"
+
+
 def test_next_bytes_are_the_bytes_that_feed_takes():
     for fed in ("", '{"a": ', '{"a": "x', '{"a": 1', '{"a": 1}', '["日'):
         checker = JSON.checker()
