@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 from backtrack.run.trailing import CLOSING_BRACKETS
 from backtrack.trace.record import OUTPUT_ORIGINS
-from grammars.checker import PRINTABLE
+from grammars.checker import PRINTABLE, takes_free_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -149,17 +149,17 @@ class _Search:
     def _moves(self) -> list[Move]:
         """The moves from the checker's text, in the order preferred."""
         checker = self.checker
-        if checker.in_free_text():
-            leaving = self._leaving_chars()
-            if leaving:
-                return [self._after(c)[0] for c in leaving]
         following = checker.next_bytes()
         here = (checker.complete, following)
+        if takes_free_text(following):
+            leaving = self._leaving_chars(here)
+            if leaving:
+                return [self._after(c)[0] for c in leaving]
         seen: set[tuple[Signature, str]] = set()
         plain: list[Move] = []
         free: list[Move] = []
-        for char in _candidates(checker, following):
-            chunk = char + _PAIRS[char] if _pair(checker, char) else char
+        for chunk in _candidates(checker, following):
+            char = chunk[0]
             move, sig = self._after(chunk)
             key = (sig, move[0][len(chunk) :])  # moves that differ in what was forced differ
             if key in seen or (sig == here and len(move[0]) == 1 and _idle(char)):
@@ -225,21 +225,21 @@ class _Search:
                 found.append(move)
         return found
 
-    def _leaving_chars(self) -> list[str]:
-        """`_leaving`, kept for each signature and last two characters of the text (a block
-        comment's texts ask the same)."""
-        checker = self.checker
-        key = ((checker.complete, checker.next_bytes()), checker.text[-2:])
+    def _leaving_chars(self, here: Signature) -> list[str]:
+        """`_leaving`, kept for each signature (`here`, the text's) and last two characters of
+        the text (a block comment's texts ask the same)."""
+        key = (here, self.checker.text[-2:])
         if key not in self._leaving:
-            self._leaving[key] = _leaving(checker)
+            self._leaving[key] = _leaving(self.checker)
         return self._leaving[key]
 
 
 def _candidates(checker: Checker, following: frozenset[int]) -> list[str]:
     """The characters to try, in the order preferred: closing brackets, openers that may close
-    at once, the first letter where only some may follow (a keyword's), other marks, opening
-    brackets, digits, then letters; after a word's character, marks only where one goes (`_`
-    then `{`, not `__`). One digit stands for all, and one letter where any may follow."""
+    at once (each with its closer), the first letter where only some may follow (a keyword's),
+    other marks, opening brackets, digits, then letters; after a word's character, marks only
+    where one goes (`_` then `{`, not `__`). One digit stands for all, and one letter where any
+    may follow."""
     allowed = [chr(b) for b in sorted(following & PRINTABLE) if chr(b) not in _BLANKS]
     marks = [c for c in allowed if not _word(c)]
     if marks and _word(checker.text[-1:]):
@@ -253,17 +253,16 @@ def _candidates(checker: Checker, following: frozenset[int]) -> list[str]:
         if (c not in _LETTERS or c == letters[0] or keyword) and (not c.isdigit() or c == digit)
     ]
 
-    def rank(c: str) -> tuple[bool, ...]:
-        opener = c in _PAIRS
-        closer = c in CLOSING_BRACKETS or (opener and _pair(checker, c))
-        return (not closer, c != keyword, opener, c in _LETTERS, c.isdigit())
+    chunks = [
+        c + _PAIRS[c] if c in _PAIRS and checker.allows(c + _PAIRS[c]) else c for c in allowed
+    ]
 
-    return sorted(allowed, key=rank)
+    def rank(chunk: str) -> tuple[bool, ...]:
+        c = chunk[0]
+        closer = c in CLOSING_BRACKETS or len(chunk) == 2
+        return (not closer, c != keyword, c in _PAIRS, c in _LETTERS, c.isdigit())
 
-
-def _pair(checker: Checker, char: str) -> bool:
-    """Whether `char` opens a bracket the grammar lets close at once."""
-    return char in _PAIRS and checker.allows(char + _PAIRS[char])
+    return sorted(chunks, key=rank)
 
 
 def _closes(move: Move) -> bool:
