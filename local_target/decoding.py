@@ -195,7 +195,8 @@ class Correcting:
                 index, _ = choose(logits, _any, partial(_everything, len(allowed)), *self._draw)
                 return int(allowed[index]), True
             logits = self._biased(after.logits(), closing)
-            return choose(logits, lambda t: bool(mask[t]), lambda: mask, *self._draw)
+            refusal = _without(mask, self._refusal_blanks())
+            return choose(logits, lambda t: bool(mask[t]), lambda: refusal, *self._draw)
         logits = self._biased(after.logits(), closing)
         start = time.perf_counter()
         chosen = choose(
@@ -205,7 +206,9 @@ class Correcting:
                 and (refused is None or not refused[t])
                 and matcher.validate_tokens([t]) == 1
             ),
-            lambda: _without(full_mask(vocab, matcher, pending), refused),
+            lambda: _without(
+                _without(full_mask(vocab, matcher, pending), refused), self._refusal_blanks()
+            ),
             *self._draw,
         )
         self.mask_seconds += time.perf_counter() - start
@@ -277,6 +280,17 @@ class Correcting:
         if (run or not new) and padding(blanks, deepest, past):
             return self.vocab.blanks
         return self.vocab.wide_blanks(line_gap(blanks), deepest + past)
+
+    def _refusal_blanks(self) -> torch.Tensor | None:
+        """Tokens not to choose where the grammar refused the model's own choice: those that
+        start with a blank, where the text ends in one already (`DecodingPolicy.refusal_blanks`).
+        Healing blanks, a token that writes them again and nothing more adds none and stays."""
+        if self.policy.refusal_blanks:
+            return None
+        end = self.new[-1:] if self.new else self._blanks[-1:]  # healing: the committed text's
+        if not end or end not in b" \t\r\n":
+            return None
+        return self.vocab.spaced & ~self.vocab.within_mask(self.pending)
 
     def _refused(self) -> torch.Tensor | None:
         """Tokens not to choose (None: none): blanks past max_blank_run (or wider than the

@@ -66,6 +66,14 @@ class DecodingPolicy:
     digit are refused while the grammar allows anything else: that long a number, or string of
     digits, is a small model counting on (seen: SmolLM2 writing a 400-digit `"sku"` until its
     budget ended, the text incomplete). A token may take the run a few digits past it."""
+    refusal_blanks: bool = False
+    """Whether a token that starts with a blank may answer the grammar's refusal of the model's
+    own choice where the text already ends in a blank (while the grammar allows anything else).
+    A small model refused its choice takes the blanks the mask leaves and asks for the same
+    again after them (seen: SmolLM2 after `"email" : `, a string refused where the schema takes
+    a boolean, wrote `\n             \n         \n        false`; now ` false`). Where the mask
+    is computed before the logits (`selective_vocab`), the model's own choice is not known and
+    this does not apply."""
     min_novelty: float = 0.15
     """Where the last `repeats.NOVELTY_BYTES` (384) bytes the model wrote (in this correction and
     the rounds before it) compress, with zlib, to less than this share of their size, the

@@ -55,6 +55,14 @@ class Vocabulary:
                 if b and not b.strip() and i not in self.special
             ]
         )
+        # Tokens that start with a blank (those of blanks only among them).
+        self.spaced = self.mask_of(
+            [
+                i
+                for i, b in enumerate(self.token_bytes)
+                if b[:1] and b[0] in _BLANKS and i not in self.special
+            ]
+        )
 
         # For each token of blanks only, how far it takes the line's gap: the blanks after its
         # last line end (`new_line`), or all of them, added to the gap before it.
@@ -134,6 +142,11 @@ class Vocabulary:
     def healing_mask(self, pending: bytes) -> torch.Tensor:
         """Tokens whose bytes start with `pending`, or are a non-empty prefix of it."""
         return self._bytes.mask(pending, self.n_logits)
+
+    def within_mask(self, pending: bytes) -> torch.Tensor:
+        """Tokens whose bytes are `pending`, or a non-empty prefix of it: healing, they write
+        nothing past the committed text."""
+        return self._bytes.within(pending, self.n_logits)
 
     def ink_mask(self, start: bytes) -> torch.Tensor:
         """Tokens whose bytes but blanks start with `start`, or are a non-empty prefix of it
@@ -225,11 +238,17 @@ class _Prefixes:
         mask = torch.zeros(size, dtype=torch.bool)
         lo = bisect.bisect_left(self._keys, text)
         hi = bisect.bisect_left(self._keys, text + b"\xff" * 8)
-        ids = [i for _, i in self.pairs[lo:hi]]
-        for k in range(1, len(text)):
-            ids += self._by_key.get(text[:k], [])
-        mask[ids] = True
+        mask[[i for _, i in self.pairs[lo:hi]] + self._within(text[:-1])] = True
         return mask
+
+    def within(self, text: bytes, size: int) -> torch.Tensor:
+        """Tokens whose key is `text`, or a non-empty prefix of it."""
+        mask = torch.zeros(size, dtype=torch.bool)
+        mask[self._within(text)] = True
+        return mask
+
+    def _within(self, text: bytes) -> list[int]:
+        return [i for k in range(1, len(text) + 1) for i in self._by_key.get(text[:k], [])]
 
 
 def incomplete_utf8(data: bytes | bytearray) -> bool:

@@ -12,7 +12,9 @@ import pytest
 import tests.support.tokenizer_fixtures as tf
 from grammars.grammar import Grammar
 from local_target import DecodingPolicy, LocalTarget
+from local_target.correction import Correction
 from local_target.policy import DEFAULT_POLICY
+from local_target.repeats import deepest_indent
 from tests.support.local_targets import TARGET_IDS, TARGETS, real_tokenizer
 
 pytestmark = [pytest.mark.model, pytest.mark.usefixtures("one_torch_thread")]
@@ -106,10 +108,69 @@ def test_healing_a_drafts_last_blanks_widens_them_no_further_than_the_limit(
 def test_no_token_of_blanks_pads_past_the_limit_at_once() -> None:
     """SmolLM2 has tokens of up to 64 spaces, and wrote one of 59 after `"severity":`: the run
     was past the limit before the rule could see it. A token that would take a line's gap past
-    it is refused too."""
+    it is refused too. The limit is past the deepest line the text has written something on
+    (the model writes a few, among its blanks)."""
     made = blank_loving("smollm2")
     widest = max(len(made.vocab.token_bytes[i]) for i in made.vocab.blanks.nonzero().flatten())
     assert widest > 32
     c = made.correct("Write JSON.", '{"a": [1, 2', JSON, max_tokens=40, until="complete")
     assert JSON.check('{"a": [1, 2' + c.text).valid
-    assert deepest_line(c.text) <= DEFAULT_POLICY.blank_depth, repr(c.text)
+    limit = deepest_indent(c.text.encode()) + DEFAULT_POLICY.blank_depth
+    assert deepest_line(c.text) <= limit < widest, repr(c.text)
+
+
+_SCHEMA = Grammar.from_json_schema(
+    {
+        "type": "object",
+        "properties": {"email": {"type": "boolean"}, "sms": {"type": "boolean"}},
+        "required": ["email", "sms"],
+        "additionalProperties": False,
+    }
+)
+FLAGS = _SCHEMA.schema.strict if _SCHEMA.schema else None  # the schema's order, each key once
+
+
+def blanks_in_a_row(made: LocalTarget, c: Correction) -> int:
+    """The most tokens of blanks only that `c` chose one after another (not healing)."""
+    most = run = 0
+    for token, flag in zip(c.tokens, c.flags, strict=True):
+        run = run + 1 if made.vocab.blanks[token] and flag != "healed" else 0
+        most = max(most, run)
+    return most
+
+
+@pytest.mark.parametrize("name", TARGET_IDS[:2])
+def test_a_refused_choice_after_a_blank_is_not_answered_with_more_blanks(name: str) -> None:
+    """A model that wants a string where the schema takes a boolean, and next to that blanks:
+    refused its quote, it took the blanks the mask left and asked for the quote again after
+    them, a blank token at a time until the blank guards stopped it (seen: SmolLM2 after
+    `"email" : ` wrote `\\n             \\n         \\n        false`). Where the text ends in a
+    blank already, the refusal is answered with what the grammar takes but blanks."""
+    assert FLAGS is not None
+    made = blank_loving(name)
+    quotes = [i for i, piece in enumerate(made.vocab.token_bytes) if piece.lstrip() == b'"']
+    tf.add_logit_bias(made.model, dict.fromkeys(quotes, 60.0))
+    committed = '{"email": '
+    on = DecodingPolicy(refusal_blanks=True)
+    padded = made.correct(
+        "Write JSON.", committed, FLAGS, max_tokens=30, until="complete", policy=on
+    )
+    assert blanks_in_a_row(made, padded) >= 3, repr(padded.text)
+    c = made.correct("Write JSON.", committed, FLAGS, max_tokens=30, until="complete")
+    assert FLAGS.check(committed + c.text).valid, repr(c.text)
+    assert blanks_in_a_row(made, c) <= 1, repr(c.text)
+
+
+def test_smollm2_refused_a_string_writes_the_boolean_at_once(smollm2: LocalTarget) -> None:
+    """SmolLM2 after `"email": ` wants a string; the schema takes a boolean. It answered the
+    refusal with a line end before `true`; now with the boolean itself. (The healed token
+    writes the committed text's last blank again, and nothing more: no refusal answered.)"""
+    assert FLAGS is not None
+    committed = '{"email": '
+    on = DecodingPolicy(refusal_blanks=True)
+    prompt = "Give a JSON object describing a user's notification settings."
+    before = smollm2.correct(prompt, committed, FLAGS, max_tokens=24, until="complete", policy=on)
+    assert before.text.startswith("\n"), repr(before.text)
+    c = smollm2.correct(prompt, committed, FLAGS, max_tokens=24, until="complete")
+    assert FLAGS.check(committed + c.text).valid
+    assert c.text.lstrip(" ")[:1] in ("t", "f"), repr(c.text)

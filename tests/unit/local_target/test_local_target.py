@@ -389,7 +389,8 @@ def test_healing_with_a_shorter_token(biased: Any) -> None:
 @pytest.mark.parametrize("name", ["gpt2", "smollm2", "mistral-padded"])
 def test_healing_mask_is_every_covering_token(target: Any, name: str, pending: bytes) -> None:
     """healing_mask(p) = the ordinary tokens that start with p or are a non-empty prefix of it,
-    all of them where several share bytes (Mistral: 'r' and its byte-fallback twin <0x72>)."""
+    all of them where several share bytes (Mistral: 'r' and its byte-fallback twin <0x72>);
+    within_mask(p) = those that are p or a prefix of it."""
     vocab = target(name).vocab
     want = {
         i
@@ -398,6 +399,9 @@ def test_healing_mask_is_every_covering_token(target: Any, name: str, pending: b
     }
     got = set(torch.nonzero(vocab.healing_mask(pending)).flatten().tolist())
     assert got == want, sorted((vocab.token_bytes[i], i) for i in got ^ want)
+    within = {i for i in want if pending.startswith(vocab.token_bytes[i])}
+    got = set(torch.nonzero(vocab.within_mask(pending)).flatten().tolist())
+    assert within and got == within, sorted((vocab.token_bytes[i], i) for i in got ^ within)
 
 
 @pytest.mark.parametrize("temperature", [0.0, 1.0], ids=["greedy", "sampled"])
