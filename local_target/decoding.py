@@ -33,16 +33,14 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 import llguidance
 import torch
 
+from local_target.blanks import BlankLimits
 from local_target.errors import TargetError
 from local_target.head import Next
 from local_target.policy import DecodingPolicy, Until
 from local_target.repeats import (
     bare_lines,
-    deepest_indent,
     digit_run,
-    line_gap,
     looping,
-    padding,
     repeated_block,
     repeated_shape,
 )
@@ -110,9 +108,7 @@ class Correcting:
         self.flags: list[TokenFlag] = []
         self.pieces: list[bytes] = []  # the new bytes each token added
         self.new = bytearray()
-        # The committed text's blanks at its end, and its deepest indentation (`_blanks_refused`).
-        self._blanks = committed[len(committed.rstrip()) :]
-        self._deepest = deepest_indent(committed)
+        self._blanks = BlankLimits(vocab, policy, committed)
         # What the model wrote just before, in the corrections that led to the committed text's
         # end: a lexeme written over several rounds is one text to the loop guards (`_refused`).
         self._earlier = earlier
@@ -195,8 +191,7 @@ class Correcting:
                 index, _ = choose(logits, _any, partial(_everything, len(allowed)), *self._draw)
                 return int(allowed[index]), True
             logits = self._biased(after.logits(), closing)
-            refusal = _without(mask, self._refusal_blanks())
-            return choose(logits, lambda t: bool(mask[t]), lambda: refusal, *self._draw)
+            return choose(logits, lambda t: bool(mask[t]), lambda: self._refusal(mask), *self._draw)
         logits = self._biased(after.logits(), closing)
         start = time.perf_counter()
         chosen = choose(
@@ -206,13 +201,16 @@ class Correcting:
                 and (refused is None or not refused[t])
                 and matcher.validate_tokens([t]) == 1
             ),
-            lambda: _without(
-                _without(full_mask(vocab, matcher, pending), refused), self._refusal_blanks()
-            ),
+            lambda: self._refusal(_without(full_mask(vocab, matcher, pending), refused)),
             *self._draw,
         )
         self.mask_seconds += time.perf_counter() - start
         return chosen
+
+    def _refusal(self, mask: torch.Tensor) -> torch.Tensor:
+        """What may answer the grammar's refusal of the model's own choice: `mask`, less what
+        the blank limits refuse after a refusal (`BlankLimits.after_refusal`)."""
+        return _without(mask, self._blanks.after_refusal(self.new, self.pending))
 
     @property
     def _draw(self) -> tuple[Sampling, torch.Generator | None]:
@@ -256,47 +254,11 @@ class Correcting:
         self.tokens.append(token)
         self.flags.append(flag)
 
-    def _blanks_refused(self) -> torch.Tensor | None:
-        """Tokens of blanks not to choose (None: none): all of them where the text ends in
-        padding, a run of `max_blank_run` blank bytes in the new text, or blanks past the text's
-        own indentation (the committed text's end and the new text: `repeats.padding`); else
-        those that would take the line's gap past that at once (seen: SmolLM2 wrote one token of
-        59 spaces after `"severity":`). A healed token of blanks (the committed text's last) is
-        measured from the text before them, and may keep them as wide as the draft had them."""
-        new = self.new
-        run = bytes(new[len(new.rstrip()) :])
-        if len(run) >= self.policy.max_blank_run:
-            return self.vocab.blanks
-        past = self.policy.blank_depth
-        if past is None:
-            return None
-        deepest = max(self._deepest, deepest_indent(new))
-        blanks = self._blanks + run if len(run) == len(new) else run  # the committed text's too
-        if self.pending and not self.pending.strip():
-            # Healing blanks: the token writes them again, after the text before them; it may
-            # widen their line's gap up to the bound, or as wide as the draft had it.
-            before = blanks[: len(blanks) - len(self.pending)]
-            return self.vocab.wide_blanks(line_gap(before), max(deepest + past, line_gap(blanks)))
-        if (run or not new) and padding(blanks, deepest, past):
-            return self.vocab.blanks
-        return self.vocab.wide_blanks(line_gap(blanks), deepest + past)
-
-    def _refusal_blanks(self) -> torch.Tensor | None:
-        """Tokens not to choose where the grammar refused the model's own choice: those that
-        start with a blank, where the text ends in one already (`DecodingPolicy.refusal_blanks`).
-        Healing blanks, a token that writes them again and nothing more adds none and stays."""
-        if self.policy.refusal_blanks:
-            return None
-        end = self.new[-1:] if self.new else self._blanks[-1:]  # healing: the committed text's
-        if not end or end not in b" \t\r\n":
-            return None
-        return self.vocab.spaced & ~self.vocab.within_mask(self.pending)
-
     def _refused(self) -> torch.Tensor | None:
         """Tokens not to choose (None: none): blanks past max_blank_run (or wider than the
         text's indentation allows), a comment's opener, a digit past max_digit_run, a loop's
         next copy, or the next of lines of marks alone (`bare_lines`)."""
-        refused = self._blanks_refused()
+        refused = self._blanks.refused(self.new, self.pending)
         if self._comments is not None and not self.pending:  # healing: the committed text's
             refused = either(refused, self._comments.refused(self.matcher, self.new))
         own = self.own

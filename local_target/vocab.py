@@ -8,6 +8,7 @@ tokenizer are never allowed.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from typing import Any
 
 import llguidance
@@ -39,30 +40,13 @@ class Vocabulary:
         self._bytes = _Prefixes(ordinary)
         self._ink: _Prefixes | None = None  # the same, by their bytes but blanks (`ink_mask`)
         # Tokens that only close something (quotes, brackets, a statement), and EOS.
-        closing = [
-            i
-            for i, b in enumerate(self.token_bytes)
-            if b.strip() and not b.strip().strip(_CLOSERS) and i not in self.special
-        ]
+        closing = self._ordinary(lambda b: bool(b.strip()) and not b.strip().strip(_CLOSERS))
         eos = [self.eos] if self.eos < n_logits else []
         self.closers = self.mask_of(closing + eos)
         self._printable, self._quotes = self._strings(closing, eos)
-        # Tokens of blanks only (spaces, tabs, line ends).
-        self.blanks = self.mask_of(
-            [
-                i
-                for i, b in enumerate(self.token_bytes)
-                if b and not b.strip() and i not in self.special
-            ]
-        )
-        # Tokens that start with a blank (those of blanks only among them).
-        self.spaced = self.mask_of(
-            [
-                i
-                for i, b in enumerate(self.token_bytes)
-                if b[:1] and b[0] in _BLANKS and i not in self.special
-            ]
-        )
+        # Tokens of blanks only (spaces, tabs, line ends), and those that start with a blank.
+        self.blanks = self.mask_of(self._ordinary(lambda b: bool(b) and not b.strip()))
+        self.spaced = self.mask_of(self._ordinary(lambda b: b[:1] != b"" and b[0] in _BLANKS))
 
         # For each token of blanks only, how far it takes the line's gap: the blanks after its
         # last line end (`new_line`), or all of them, added to the gap before it.
@@ -76,10 +60,7 @@ class Vocabulary:
         self._opening: dict[tuple[bytes, bool], torch.Tensor] = {}
         self._starts: dict[bytes, list[tuple[int, int]]] = {}
         # Tokens that start with a digit.
-        self.digits = torch.zeros(n_logits, dtype=torch.bool)
-        self.digits[
-            [i for i, b in enumerate(self.token_bytes) if b[:1].isdigit() and i not in self.special]
-        ] = True
+        self.digits = self.mask_of(self._ordinary(lambda b: b[:1].isdigit()))
 
     def wide_blanks(self, gap: int, most: int) -> torch.Tensor | None:
         """Tokens of blanks that would take a line's gap of `gap` blanks (its indentation, or a
@@ -195,6 +176,10 @@ class Vocabulary:
             if ends:
                 return closers
         return self._quotes[None]
+
+    def _ordinary(self, keep: Callable[[bytes], bool]) -> list[int]:
+        """The tokens, special ones aside, whose bytes `keep` takes."""
+        return [i for i, b in enumerate(self.token_bytes) if keep(b) and i not in self.special]
 
     def mask_of(self, tokens: list[int]) -> torch.Tensor:
         """A mask of `tokens`."""
