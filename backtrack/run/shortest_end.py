@@ -19,7 +19,8 @@ the same text lead to the same place, near enough, and only the first is kept; a
 or a mark that leaves what may follow as it was is no move at all (a name growing, GraphQL's
 commas). At most `_WIDTH` moves are kept at each text, and after a blank up to `_KEYWORDS`
 keywords more (`else`, `AS`: the words the grammar forces once begun). Where the search finds
-nothing, the first move preferred at each text is followed alone (`_dive`: 40 closing brackets).
+nothing, one move at each text is followed alone (`_dive`: 40 closing brackets): the first
+preferred that closes, or after which one does (`<` before `/span>`, not `&` before an entity).
 
 It is bounded in length (`MAX_CHARS`) and in the texts it checks (`MAX_NODES`). Where the text
 has no ending within them, `grammar_ending` looks for one back through the text the target wrote
@@ -141,10 +142,24 @@ class _Search:
             self.checker.rollback(self.start)
             if not moves:
                 return None
-            text += moves[0][0]
-            if moves[0][1]:
+            move = self._toward_closing(text, moves)
+            text += move[0]
+            if move[1]:
                 return text if len(text) <= MAX_CHARS else None
         return None
+
+    def _toward_closing(self, text: str, moves: list[Move]) -> Move:
+        """The first of `moves` that is complete or closes, or after which a move closes (`<`
+        before `/span>`, not `&` before an entity's letters); else the first."""
+        for move in moves:
+            if move[1] or _closes(move):
+                return move
+            self.checker.feed(text + move[0])
+            after = self._moves()
+            self.checker.rollback(self.start)
+            if any(m[1] or _closes(m) for m in after):
+                return move
+        return moves[0]
 
     def _moves(self) -> list[Move]:
         """The moves from the checker's text, in the order preferred."""

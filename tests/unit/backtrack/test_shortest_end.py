@@ -45,6 +45,15 @@ from tests.support.scripted import ScriptedAPI, ScriptedTarget
         ("protobuf", 'syntax = "proto3";\nservice S {\n  rpc Sear', "(_)returns(_){}}"),
         # An end tag the grammar forces after `</`, tried first as it closes.
         ("html", '<div class="mb-3">\n  <label for="examp', '"></label></div>'),
+        # Five elements open: the best-first search runs out of texts to check; followed alone,
+        # the move preferred at each text is one after which a move closes (`<` before
+        # `/span>`, not `&` before an entity's letters; before, `&` and none found).
+        (
+            "html",
+            '<nav>\n  <ul class="pagination">\n    <li class="page-item">\n      <a href="#">\n'
+            '        <span aria-hidden="true">&',
+            "#XA;</span></a></li></ul></nav>",
+        ),
         # A block opened and closed at once.
         ("css", ".ui-helper-hidd", "{}"),
         # Digits that lead to the same place tried once, not 1 to 8 each.
