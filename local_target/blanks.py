@@ -60,11 +60,12 @@ class BlankLimits:
 
     def after_refusal(self, new: bytes | bytearray, pending: bytes) -> torch.Tensor | None:
         """Tokens not to choose where the grammar refused the model's own choice: those that
-        start with a blank, where the text ends in one already (`DecodingPolicy.refusal_blanks`).
-        Healing blanks, a token that writes them again and nothing more adds none and stays."""
+        write a blank first, where the text ends in one already (`DecodingPolicy.refusal_blanks`).
+        Healing, what a token writes first past the committed text counts: ` "` after `": `
+        stays (a blank written again, then a quote: the tokens a text has, not ` ` and `"`)."""
         if self.policy.refusal_blanks:
             return None
         end = new[-1:] if new else self._blanks[-1:]  # healing: the committed text's
         if not end or end not in _BLANKS:
             return None
-        return self.vocab.spaced & ~self.vocab.within_mask(pending)
+        return self.vocab.blank_after(pending)

@@ -44,9 +44,9 @@ class Vocabulary:
         eos = [self.eos] if self.eos < n_logits else []
         self.closers = self.mask_of(closing + eos)
         self._printable, self._quotes = self._strings(closing, eos)
-        # Tokens of blanks only (spaces, tabs, line ends), and those that start with a blank.
+        # Tokens of blanks only (spaces, tabs, line ends).
         self.blanks = self.mask_of(self._ordinary(lambda b: bool(b) and not b.strip()))
-        self.spaced = self.mask_of(self._ordinary(lambda b: b[:1] != b"" and b[0] in _BLANKS))
+        self._blank_after: dict[bytes, torch.Tensor] = {}
 
         # For each token of blanks only, how far it takes the line's gap: the blanks after its
         # last line end (`new_line`), or all of them, added to the gap before it.
@@ -124,10 +124,15 @@ class Vocabulary:
         """Tokens whose bytes start with `pending`, or are a non-empty prefix of it."""
         return self._bytes.mask(pending, self.n_logits)
 
-    def within_mask(self, pending: bytes) -> torch.Tensor:
-        """Tokens whose bytes are `pending`, or a non-empty prefix of it: healing, they write
-        nothing past the committed text."""
-        return self._bytes.within(pending, self.n_logits)
+    def blank_after(self, pending: bytes) -> torch.Tensor:
+        """Tokens whose bytes are `pending` and then a blank: with `pending` empty, those that
+        start with one; healing, those that write a blank past the committed text's end."""
+        if pending not in self._blank_after:
+            if len(self._blank_after) >= _MOST_WIDE:
+                self._blank_after.clear()
+            ids = [i for blank in _BLANKS for i in self._bytes.starting(pending + bytes([blank]))]
+            self._blank_after[pending] = self.mask_of(ids)
+        return self._blank_after[pending]
 
     def ink_mask(self, start: bytes) -> torch.Tensor:
         """Tokens whose bytes but blanks start with `start`, or are a non-empty prefix of it
@@ -221,16 +226,14 @@ class _Prefixes:
     def mask(self, text: bytes, size: int) -> torch.Tensor:
         """Tokens whose key starts with `text`, or is a non-empty prefix of it."""
         mask = torch.zeros(size, dtype=torch.bool)
-        lo = bisect.bisect_left(self._keys, text)
-        hi = bisect.bisect_left(self._keys, text + b"\xff" * 8)
-        mask[[i for _, i in self.pairs[lo:hi]] + self._within(text[:-1])] = True
+        mask[self.starting(text) + self._within(text[:-1])] = True
         return mask
 
-    def within(self, text: bytes, size: int) -> torch.Tensor:
-        """Tokens whose key is `text`, or a non-empty prefix of it."""
-        mask = torch.zeros(size, dtype=torch.bool)
-        mask[self._within(text)] = True
-        return mask
+    def starting(self, text: bytes) -> list[int]:
+        """Tokens whose key starts with `text`."""
+        lo = bisect.bisect_left(self._keys, text)
+        hi = bisect.bisect_left(self._keys, text + b"\xff" * 8)
+        return [i for _, i in self.pairs[lo:hi]]
 
     def _within(self, text: bytes) -> list[int]:
         return [i for k in range(1, len(text) + 1) for i in self._by_key.get(text[:k], [])]

@@ -385,12 +385,15 @@ def test_healing_with_a_shorter_token(biased: Any) -> None:
     assert covered[len(b"tracking") :] == c.text.encode("utf-8")
 
 
+BLANKS = (b" ", b"\t", b"\r", b"\n")
+
+
 @pytest.mark.parametrize("pending", [b"rue", b" true", b"col", b"\xe6\x97"], ids=repr)
 @pytest.mark.parametrize("name", ["gpt2", "smollm2", "mistral-padded"])
 def test_healing_mask_is_every_covering_token(target: Any, name: str, pending: bytes) -> None:
     """healing_mask(p) = the ordinary tokens that start with p or are a non-empty prefix of it,
     all of them where several share bytes (Mistral: 'r' and its byte-fallback twin <0x72>);
-    within_mask(p) = those that are p or a prefix of it."""
+    blank_after(p) = those that are p and then a blank."""
     vocab = target(name).vocab
     want = {
         i
@@ -399,9 +402,14 @@ def test_healing_mask_is_every_covering_token(target: Any, name: str, pending: b
     }
     got = set(torch.nonzero(vocab.healing_mask(pending)).flatten().tolist())
     assert got == want, sorted((vocab.token_bytes[i], i) for i in got ^ want)
-    within = {i for i in want if pending.startswith(vocab.token_bytes[i])}
-    got = set(torch.nonzero(vocab.within_mask(pending)).flatten().tolist())
-    assert within and got == within, sorted((vocab.token_bytes[i], i) for i in got ^ within)
+    for before in (pending, b""):
+        blank = {
+            i
+            for i, b in enumerate(vocab.token_bytes)
+            if i not in vocab.special and b.startswith(before) and b[len(before) :][:1] in BLANKS
+        }
+        got = set(torch.nonzero(vocab.blank_after(before)).flatten().tolist())
+        assert got == blank, sorted((vocab.token_bytes[i], i) for i in got ^ blank)
 
 
 @pytest.mark.parametrize("temperature", [0.0, 1.0], ids=["greedy", "sampled"])
