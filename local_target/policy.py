@@ -67,8 +67,9 @@ class DecodingPolicy:
     digits, is a small model counting on (seen: SmolLM2 writing a 400-digit `"sku"` until its
     budget ended, the text incomplete). A token may take the run a few digits past it."""
     refusal_blanks: bool = False
-    """Whether a token that starts with a blank may answer the grammar's refusal of the model's
-    own choice where the text already ends in a blank (while the grammar allows anything else).
+    """Whether a token that writes a blank first (healing: past the committed text) may answer
+    the grammar's refusal of the model's own choice where the text already ends in a blank
+    (while the grammar allows anything else: `local_target.blanks`).
     A small model refused its choice takes the blanks the mask leaves and asks for the same
     again after them (seen: SmolLM2 after `"email" : `, a string refused where the schema takes
     a boolean, wrote `\n             \n         \n        false`; now ` false`). Where the mask
