@@ -69,12 +69,12 @@ class DecodingPolicy:
     refusal_blanks: bool = False
     """Whether a token that writes a blank first (healing: past the committed text) may answer
     the grammar's refusal of the model's own choice where the text already ends in a blank
-    (while the grammar allows anything else: `local_target.blanks`).
-    A small model refused its choice takes the blanks the mask leaves and asks for the same
-    again after them (seen: SmolLM2 after `"email" : `, a string refused where the schema takes
-    a boolean, wrote `\n             \n         \n        false`; now ` false`). Where the mask
-    is computed before the logits (`selective_vocab`), the model's own choice is not known and
-    this does not apply."""
+    (while the grammar allows anything else: `local_target.blanks`). A small model refused its
+    choice takes the blanks the mask leaves and asks for the same again after them (seen:
+    SmolLM2 after `"email" : `, a string refused where the schema takes a boolean, wrote
+    `\n             \n         \n        false`; now ` false`). Where the mask is computed
+    before the logits (`selective_vocab`), the model's own choice is not known and this does
+    not apply."""
     min_novelty: float = 0.15
     """Where the last `repeats.NOVELTY_BYTES` (384) bytes the model wrote (in this correction and
     the rounds before it) compress, with zlib, to less than this share of their size, the
