@@ -71,7 +71,7 @@ class Vocabulary:
             width = self._blank_width
             after = torch.where(self._new_line, width, width + gap)
             wide = self.blanks & (after > most)
-            if len(self._wide) >= _MOST_WIDE:
+            if len(self._wide) >= _MOST_KEPT:
                 self._wide.clear()
             self._wide[key] = wide if bool(wide.any()) else None
         return self._wide[key]
@@ -128,7 +128,7 @@ class Vocabulary:
         """Tokens whose bytes are `pending` and then a blank: with `pending` empty, those that
         start with one; healing, those that write a blank past the committed text's end."""
         if pending not in self._blank_after:
-            if len(self._blank_after) >= _MOST_WIDE:
+            if len(self._blank_after) >= _MOST_KEPT:
                 self._blank_after.clear()
             ids = [i for blank in _BLANKS for i in self._bytes.starting(pending + bytes([blank]))]
             self._blank_after[pending] = self.mask_of(ids)
@@ -208,7 +208,7 @@ def either(one: torch.Tensor | None, other: torch.Tensor | None) -> torch.Tensor
     return other if one is None else one if other is None else one | other
 
 
-_MOST_WIDE = 256  # (gap, most) pairs `wide_blanks` keeps
+_MOST_KEPT = 256  # the most masks `wide_blanks` and `blank_after` keep each
 
 
 class _Prefixes:
@@ -226,7 +226,8 @@ class _Prefixes:
     def mask(self, text: bytes, size: int) -> torch.Tensor:
         """Tokens whose key starts with `text`, or is a non-empty prefix of it."""
         mask = torch.zeros(size, dtype=torch.bool)
-        mask[self.starting(text) + self._within(text[:-1])] = True
+        shorter = [i for k in range(1, len(text)) for i in self._by_key.get(text[:k], [])]
+        mask[self.starting(text) + shorter] = True
         return mask
 
     def starting(self, text: bytes) -> list[int]:
@@ -234,9 +235,6 @@ class _Prefixes:
         lo = bisect.bisect_left(self._keys, text)
         hi = bisect.bisect_left(self._keys, text + b"\xff" * 8)
         return [i for _, i in self.pairs[lo:hi]]
-
-    def _within(self, text: bytes) -> list[int]:
-        return [i for k in range(1, len(text) + 1) for i in self._by_key.get(text[:k], [])]
 
 
 def incomplete_utf8(data: bytes | bytearray) -> bool:
