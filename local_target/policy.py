@@ -72,7 +72,7 @@ class DecodingPolicy:
     (while the grammar allows anything else: `local_target.blanks`). A small model refused its
     choice takes the blanks the mask leaves and asks for the same again after them (seen:
     SmolLM2 after `"email" : `, a string refused where the schema takes a boolean, wrote
-    `\n             \n         \n        false`; now ` false`). Where the mask is computed
+    `\\n             \\n         \\n        false`; now ` false`). Where the mask is computed
     before the logits (`selective_vocab`), the model's own choice is not known and this does
     not apply."""
     min_novelty: float = 0.15
