@@ -2,7 +2,8 @@
 
     BACKTRACK_LLAMA_PYTHON=../llama-env/bin/python .venv/bin/python -m benchmarks.bench_real_drafts
 
-The drafts are a real model's (temperature 0), served by a server nobody here wrote
+The drafts are a real model's (temperature 0; `--temperature 0.8 --seed 1 --sets first look`:
+other drafts for the same tasks, one sample), served by a server nobody here wrote
 (tests/support/llama_server.py says how to install it), read through the real openai SDK. Each
 task (JSON schemas, shipped grammars, the third repair corpus's grammars) runs through guide()
 with the local SmolLM2 as target. There is no clean document to compare with: what counts is
@@ -261,7 +262,7 @@ def _peer(client: OpenAI, prompt: str, schema: dict[str, Any]) -> bool:
     return Grammar.from_json_schema(schema).matches(reply.choices[0].message.content or "")
 
 
-def run(url: str, tasks: list[str]) -> list[Row]:
+def run(url: str, tasks: list[str], temperature: float = 0, seed: int | None = None) -> list[Row]:
     from backtrack import guide
     from local_target import LocalTarget
     from providers import OpenAIChatDrafter
@@ -282,7 +283,8 @@ def run(url: str, tasks: list[str]) -> list[Row]:
         else:
             prompt, grammar = GRAMMAR_TASKS[task]
             prompt = f"Write {prompt}."
-        drafter = OpenAIChatDrafter(client, "smollm2", temperature=0)
+        sampled = {} if seed is None else {"seed": seed}
+        drafter = OpenAIChatDrafter(client, "smollm2", temperature=temperature, **sampled)
         start = time.perf_counter()
         result = guide(drafter, grammar, prompt=prompt, target=target, max_draft_tokens=256)
         seconds = time.perf_counter() - start
@@ -362,12 +364,23 @@ def main() -> None:
         "corpus's grammars",
     )
     parser.add_argument("--texts", action="store_true", help="print each output too")
+    parser.add_argument(
+        "--sets", nargs="*", default=[], help="these sets' tasks, one after the other (not --set)"
+    )
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        default=0,
+        help="the drafts' temperature: above 0 (with --seed), other drafts for the same tasks",
+    )
+    parser.add_argument("--seed", type=int, help="the server's sampling seed")
     args = parser.parse_args()
     python = llama_python()
     if python is None:
         raise SystemExit("no llama.cpp server: see tests/support/llama_server.py to install one")
     with running_llama(python) as url:
-        rows = run(url, args.tasks or _tasks(args.set))
+        tasks = args.tasks or [t for name in args.sets or [args.set] for t in _tasks(name)]
+        rows = run(url, tasks, args.temperature, args.seed)
     print(report(rows))
     if args.texts:
         for r in rows:
