@@ -119,10 +119,7 @@ class _Search:
         try:
             while heap and self.checks < MAX_NODES:
                 cost, _, text = heapq.heappop(heap)
-                self.checker.feed(text)
-                moves = self._moves()
-                self.checker.rollback(self.start)
-                for rank, (move, done) in enumerate(moves):
+                for rank, (move, done) in enumerate(self._moves_at(text)):
                     if done:
                         return text + move
                     if len(text) + len(move) < MAX_CHARS:
@@ -132,35 +129,37 @@ class _Search:
             self.checker.rollback(self.start)
 
     def _dive(self) -> str | None:
-        """Where the best-first search found nothing: the text the first move preferred at each
-        text leads to, where it completes the text within `MAX_CHARS` (closing brackets as deep
-        as the text is: the search explores every cheaper text first, too many where 40
+        """Where the best-first search found nothing: the text that one move at each text leads
+        to (`_toward_closing`), where it completes the text within `MAX_CHARS` (closing brackets
+        as deep as the text is: the search explores every cheaper text first, too many where 40
         brackets are open)."""
-        text = ""
-        while len(text) < MAX_CHARS:
-            self.checker.feed(text)
-            moves = self._moves()
-            self.checker.rollback(self.start)
-            if not moves:
-                return None
-            move = self._toward_closing(text, moves)
+        text, moves = "", self._moves_at("")
+        while moves and len(text) < MAX_CHARS:
+            move, after = self._toward_closing(text, moves)
             text += move[0]
             if move[1]:
                 return text if len(text) <= MAX_CHARS else None
+            moves = self._moves_at(text) if after is None else after
         return None
 
-    def _toward_closing(self, text: str, moves: list[Move]) -> Move:
+    def _toward_closing(self, text: str, moves: list[Move]) -> tuple[Move, list[Move] | None]:
         """The first of `moves` that is complete or closes, or after which a move closes (`<`
-        before `/span>`, not `&` before an entity's letters); else the first."""
+        before `/span>`, not `&` before an entity's letters); else the first. With it, the moves
+        after it where they were looked at (None: not)."""
         for move in moves:
-            if move[1] or _closes(move):
-                return move
-            self.checker.feed(text + move[0])
-            after = self._moves()
-            self.checker.rollback(self.start)
-            if any(m[1] or _closes(m) for m in after):
-                return move
-        return moves[0]
+            if _ends_or_closes(move):
+                return move, None
+            after = self._moves_at(text + move[0])
+            if any(_ends_or_closes(m) for m in after):
+                return move, after
+        return moves[0], None
+
+    def _moves_at(self, text: str) -> list[Move]:
+        """The moves after `text` (written after the checker's own text, which it is left at)."""
+        self.checker.feed(text)
+        moves = self._moves()
+        self.checker.rollback(self.start)
+        return moves
 
     def _moves(self) -> list[Move]:
         """The moves from the checker's text, in the order preferred."""
@@ -283,6 +282,10 @@ def _candidates(checker: Checker, following: frozenset[int]) -> list[str]:
 
 def _closes(move: Move) -> bool:
     return move[0][-1] in CLOSING_BRACKETS
+
+
+def _ends_or_closes(move: Move) -> bool:
+    return move[1] or _closes(move)
 
 
 def _idle(char: str) -> bool:
