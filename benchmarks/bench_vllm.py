@@ -61,8 +61,7 @@ def run(quick: bool, clients: list[int]) -> str:
 
     local_s, want = timed(on_local)
     rows = [("local (in process)", 1, local_s)]
-    with vllm_server(vllm_python()) as url:
-        remote = VllmTarget(url, converted_smollm2())
+    with vllm_server(vllm_python()) as url, VllmTarget(url, converted_smollm2()) as remote:
 
         def one(text: str) -> tuple[int, ...]:
             return remote.session(PROMPT).correct(text, grammar, max_tokens=12).tokens

@@ -61,7 +61,21 @@ class VllmTarget:
         self.vocab = Vocabulary(self.tokenizer, n_logits)
         self.failure = failure_token(self.vocab, len(self.tokenizer))
         self.client = OpenAI(base_url=base_url, api_key="unused", max_retries=0, timeout=600)
-        self.model, self.context_length = self._served(base_url, model)
+        try:
+            self.model, self.context_length = self._served(base_url, model)
+        except BaseException:
+            self.client.close()
+            raise
+
+    def close(self) -> None:
+        """Close the connections to the server (`with VllmTarget(...) as target:` does it)."""
+        self.client.close()
+
+    def __enter__(self) -> VllmTarget:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def _served(self, base_url: str, model: str | None) -> tuple[str, int | None]:
         """The model the server serves (`model`, else the first it lists) and its context (the

@@ -10,6 +10,7 @@ BACKTRACK_VLLM_PYTHON naming another).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -51,8 +52,9 @@ def cuts(target: LocalTarget, doc: str, seed: int) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def vllm_target(vllm_url: str) -> VllmTarget:
-    return VllmTarget(vllm_url, converted_smollm2())
+def vllm_target(vllm_url: str) -> Iterator[VllmTarget]:
+    with VllmTarget(vllm_url, converted_smollm2()) as target:
+        yield target
 
 
 CASES = [
