@@ -11,15 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from local_target.repeats import deepest_indent, line_gap, padding
+from local_target.repeats import BLANKS, deepest_indent, line_gap, padding
 
 if TYPE_CHECKING:
     import torch
 
     from local_target.policy import DecodingPolicy
     from local_target.vocab import Vocabulary
-
-_BLANKS = b" \t\r\n"
 
 
 class BlankLimits:
@@ -66,6 +64,6 @@ class BlankLimits:
         if self.policy.refusal_blanks:
             return None
         end = new[-1:] if new else self._blanks[-1:]  # healing: the committed text's
-        if not end or end not in _BLANKS:
+        if not end or end not in BLANKS:
             return None
         return self.vocab.blank_after(pending)

@@ -74,9 +74,12 @@ def looping(text: bytes | bytearray, least: float) -> bool:
 NOVELTY_BYTES = 384
 
 
+BLANKS = b" \t\r\n"  # the bytes a text's blanks are made of
+
+
 def ink(data: bytes) -> bytes:
     """`data` without its blanks (spaces, tabs, line ends)."""
-    return data.translate(None, b" \t\r\n")
+    return data.translate(None, BLANKS)
 
 
 _DIGITS = re.compile(rb"[0-9]+")

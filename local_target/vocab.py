@@ -18,10 +18,9 @@ import torch
 
 from grammars.checker import PRINTABLE, takes_free_text
 from local_target.errors import TargetError
-from local_target.repeats import ink
+from local_target.repeats import BLANKS, ink
 
 _CLOSERS = b"\"')]};"
-_BLANKS = b" \t\r\n"
 
 
 class Vocabulary:
@@ -85,7 +84,7 @@ class Vocabulary:
                 [
                     i
                     for i, b in enumerate(self.token_bytes)
-                    if (b.lstrip(_BLANKS) if after_blanks else b).startswith(opener)
+                    if (b.lstrip(BLANKS) if after_blanks else b).startswith(opener)
                     and i not in self.special
                 ]
             )
@@ -98,7 +97,7 @@ class Vocabulary:
             self._starts[opener] = [
                 (i, len(start))
                 for i, b in enumerate(self.token_bytes)
-                if (start := b.lstrip(_BLANKS))
+                if (start := b.lstrip(BLANKS))
                 and opener.startswith(start)
                 and len(start) < len(opener)
                 and i not in self.special
@@ -130,7 +129,7 @@ class Vocabulary:
         if pending not in self._blank_after:
             if len(self._blank_after) >= _MOST_KEPT:
                 self._blank_after.clear()
-            ids = [i for blank in _BLANKS for i in self._bytes.starting(pending + bytes([blank]))]
+            ids = [i for blank in BLANKS for i in self._bytes.starting(pending + bytes([blank]))]
             self._blank_after[pending] = self.mask_of(ids)
         return self._blank_after[pending]
 
