@@ -59,8 +59,10 @@ class Budget:
     def no_more_drafts(self, rounds: Sequence[Round], output: Output) -> bool:
         """No more drafts, not even to go on with a reply that stopped short: they are spent
         (`drafts_spent`), or the last was a continuation its repairs threw away
-        (`_thrown_away`: asked to go on, the API writes more of the same)."""
-        return self.drafts_spent(rounds) or _thrown_away(rounds, output)
+        (`_thrown_away`: asked to go on, the API writes more of the same), or one that added
+        nothing to the text (`_fruitless`)."""
+        spent = self.drafts_spent(rounds)
+        return spent or _thrown_away(rounds, output) or _fruitless(rounds)
 
     def target_completes(
         self, rounds: Sequence[Round], output: Output, settling: bool = False
@@ -105,7 +107,8 @@ class Budget:
         after going on, has said all it means to (`said_all`), and the target completes the
         text (asked again, an API repeats what it wrote, or starts its answer over: SmolLM2
         through llama.cpp, a call more in two of nine runs). An empty reply says nothing: the
-        target corrects, and the API is asked again."""
+        target corrects, and the API is asked again, unless the reply was a continuation
+        (`_fruitless`)."""
         stopped = finish_reason == "stop"
         after_correction = wrote and any(r.kind != "draft" for r in rounds)
         said_all = stopped and (self._short_reply_continued or after_correction)
@@ -124,12 +127,12 @@ class Budget:
 def _stuck(rounds: Sequence[Round], output: Output) -> bool:
     """The API's last two drafts both made no headway (`_no_headway`), or its last one only
     wrote the committed text again, or was a continuation its repairs mostly threw away
-    (`_thrown_away`), and another call would only repeat them. API calls are bounded by the
-    slips the API makes, not by how often it makes one."""
+    (`_thrown_away`) or that added nothing (`_fruitless`), and another call would only repeat
+    them. API calls are bounded by the slips the API makes, not by how often it makes one."""
     drafts = [r for r in rounds if r.kind == "draft"]
     if drafts and _only_repeated(drafts[-1]):
         return True
-    if _thrown_away(rounds, output):
+    if _thrown_away(rounds, output) or _fruitless(rounds):
         return True
     return len(drafts) > 1 and all(_no_headway(r) for r in drafts[-2:])
 
@@ -152,6 +155,22 @@ def _thrown_away(rounds: Sequence[Round], output: Output) -> bool:
         elif span.round == draft.index and span.origin in ("skipped", "deleted"):
             thrown += ink(span.text)
     return 2 * kept < thrown
+
+
+def _fruitless(rounds: Sequence[Round]) -> bool:
+    """The last draft is a continuation (not the run's first draft) that added nothing to the
+    text: not one of its characters fitted (prose, an answer started over, an empty reply its
+    retries did not mend), and the correction after it reused none of its rest. Asked again, an
+    API that answered so does it again: in SmolLM2's sampled drafts through llama.cpp, five of
+    six such continuations were followed by another that added nothing (the sixth kept ten
+    characters of a mangled line), each a call of up to 9 s. The target completes the text
+    instead."""
+    drafts = [r for r in rounds if r.kind == "draft"]
+    if len(drafts) < 2:
+        return False
+    last = drafts[-1]
+    after = [r for r in rounds if r.index > last.index]
+    return bool(after) and not any(r.accepted_chars for r in (last, *after))
 
 
 def _only_repeated(draft: Round) -> bool:

@@ -184,3 +184,37 @@ def test_a_restart_in_another_shape_is_not_asked_for_again() -> None:
     assert result.text == '{\n    "theme": "dark",\n        "language": "en", "volume": 3}'
     assert [d.reason for d in result.drops if d.round == 2] == ["rewrite"]
     assert [until for _, until in target.calls] == ["terminal", "complete"]
+
+
+def test_a_continuation_that_added_nothing_is_not_asked_for_again() -> None:
+    """Asked to go on after a correction, a weak model writes prose, or its answer in another
+    shape, and not one character fits; the correction after it reuses none of it. Asked again,
+    it did the same in five of six cases (SmolLM2's sampled drafts through llama.cpp): the
+    target completes the text after that correction. A first draft is no continuation, and a
+    correction that reused the rest made headway."""
+    budget = Budget(GuideOptions(max_corrections=8, max_rounds=16))
+    rounds = [draft(0, 40), correction(1), draft(2, 0, rejected=50)]
+    assert not budget.no_more_drafts(rounds, NONE)
+    assert not budget.target_completes(rounds, NONE)  # its own correction comes first
+    after = [*rounds, correction(3)]
+    assert budget.no_more_drafts(after, NONE) and budget.target_completes(after, NONE)
+    reused = Round(3, "correction", "target_stopped", 0.1, accepted_chars=12)
+    assert not budget.no_more_drafts([*rounds, reused], NONE)
+    first = [draft(0, 0, rejected=30), correction(1)]
+    assert not budget.no_more_drafts(first, NONE) and not budget.target_completes(first, NONE)
+
+
+def test_prose_after_a_correction_brings_no_third_call() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"name": S, "port": {"type": "integer"}},
+        "required": ["name", "port"],
+        "additionalProperties": False,
+    }
+    prose = "Sorry, I cannot help with that request."
+    api = ScriptedAPI("", drafts=['{"name": "web",\nThat is all I know.', prose, prose])
+    target = ScriptedTarget(' "port": ', "80", "}")
+    result = guide(FunctionDrafter(api), schema, prompt="a server", target=target)
+    assert (result.api_calls, result.valid) == (2, True)
+    assert result.text == '{"name": "web",\n "port": 80}'
+    assert [until for _, until in target.calls] == ["terminal", "terminal", "complete"]
