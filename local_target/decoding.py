@@ -14,7 +14,8 @@ A correction writes after the committed text under the grammar's matcher, step b
   (quotes, brackets, ';', EOS) get a bonus, so the text ends rather than rambles on;
 - the stop rules: EOS, or at a complete point a choice the grammar refuses ("eos"); nothing may
   follow ("grammar_end"); a lexeme ended ("terminal"); the budget spent, or text that has
-  stopped being new (`DecodingPolicy.min_novelty`) ("max_tokens"), but never inside a character
+  stopped being new (`DecodingPolicy.min_novelty`; copies of a long block,
+  `DecodingPolicy.max_repeats`) ("max_tokens"), but never inside a character
   or the healed token.
 
 The numbers behind these choices are a DecodingPolicy's fields. This module only decides: the
@@ -40,6 +41,7 @@ from local_target.policy import DecodingPolicy, Until
 from local_target.repeats import (
     bare_lines,
     digit_run,
+    long_loop,
     looping,
     repeated_block,
     repeated_shape,
@@ -280,11 +282,14 @@ class Correcting:
         return self._earlier + self.new
 
     def _spent(self) -> bool:
-        """The budget is spent, or what the model writes has stopped being new (`looping`), and
-        no character or healed token is left half-written."""
+        """The budget is spent, or what the model writes has stopped being new (`looping`, or
+        `long_loop`: whole lines again), and no character or healed token is left half-written."""
         if self.pending or self._mid_char():
             return False
-        return len(self.tokens) >= self._limit or looping(self.own, self.policy.min_novelty)
+        if len(self.tokens) >= self._limit:
+            return True
+        own = self.own
+        return looping(own, self.policy.min_novelty) or long_loop(own, self.policy.max_repeats)
 
     def _mid_char(self) -> bool:
         return incomplete_utf8(self.new)

@@ -60,7 +60,9 @@ class DecodingPolicy:
     bytes, more than blanks and closers, tokens that would begin one more copy are refused while
     the grammar allows anything else: a small model repeats a list's item to its whole budget
     (seen: SmolLM2 writing `"chicken",` about 90 times in a recipe's array, 492 tokens). Copies
-    that differ in their blanks and numbers only count too (`local_target.repeats`)."""
+    that differ in their blanks and numbers only count too (`local_target.repeats`). Where the
+    block is longer (65 to 512 bytes: whole lines again), the correction stops instead, as if its
+    budget were spent (`repeats.long_loop`)."""
     max_digit_run: int = 40
     """Where the new text ends in more than this many digits in a row, tokens that start with a
     digit are refused while the grammar allows anything else: that long a number, or string of

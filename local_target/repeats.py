@@ -74,6 +74,27 @@ def looping(text: bytes | bytearray, least: float) -> bool:
 NOVELTY_BYTES = 384
 
 
+def long_loop(text: bytes | bytearray, copies: int) -> bool:
+    """Whether `text` ends in `copies` copies in a row of one block longer than those
+    `repeated_block` steers round (65 to `_LONG_BLOCK` bytes), more than blanks and closers: a
+    model that writes whole lines again, too long a period for `looping` to see in its window
+    (seen: SmolLM2 completing an SQL comment, `# Create a table with a custom column named
+    'customers' and add an auto-incrementing primary key` and a line end, 98 bytes, to its
+    budget of 512 tokens). No document of the repair corpora's look half holds two such copies
+    in a row. One copy is no loop: `copies` counts from two."""
+    copies = max(copies, 2)
+    for size in range(_BLOCK.stop, min(_LONG_BLOCK, len(text) // copies) + 1):
+        if text[-1] != text[-1 - size]:
+            continue  # the cheap test first: most sizes end here
+        block = bytes(text[-size:])
+        if text[-size * copies :] == block * copies and block.translate(None, _CLOSING).strip():
+            return True
+    return False
+
+
+_LONG_BLOCK = 512
+
+
 BLANKS = b" \t\r\n"  # the bytes a text's blanks are made of
 
 

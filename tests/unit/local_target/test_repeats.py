@@ -20,6 +20,7 @@ from local_target.repeats import (
     NOVELTY_BYTES,
     bare_lines,
     digit_run,
+    long_loop,
     looping,
     repeated_block,
     repeated_shape,
@@ -199,3 +200,39 @@ def test_smollm2_writes_no_run_of_empty_comments_to_its_budget(smollm2: LocalTar
     c = smollm2.correct(prompt, text, ini, max_tokens=64, until="complete", policy=allowed)
     assert ini.matches(text + c.text) and len(c.tokens) < 64
     assert not any(bare_lines(c.text.encode()[:end], 5) for end in range(len(c.text) + 1))
+
+
+SQL_LINE = (
+    b"# Create a table with a custom column named 'customers' and add an auto-incrementing key\n"
+)
+
+
+def test_whole_lines_written_again_are_a_long_loop() -> None:
+    """Blocks longer than `repeated_block` steers round (65 to 512 bytes): SmolLM2 completing a
+    comment wrote one line again and again to its budget. Copies of the loop's line in another
+    phase count; fewer copies, blanks and closers alone and a document's repeated rows (their
+    values differ) do not."""
+    assert long_loop(SQL_LINE * 4, 4)
+    assert long_loop(b"SELECT 1;\n" + SQL_LINE * 4 + SQL_LINE[:30], 4)  # another phase
+    assert not long_loop(SQL_LINE * 3, 4)
+    assert not long_loop(b" " * 2048, 4)
+    assert not long_loop(b"}\n]" * 400, 4)  # closers of deep nesting repeat, and must
+    rows = "".join(
+        f'  {{"id": {n}, "name": "customer {n}", "city": "Oslo", "active": true}},\n'
+        for n in range(40)
+    )
+    assert not long_loop(rows.encode(), 4)
+
+
+def test_smollm2_stops_a_sentence_it_writes_again_and_again(smollm2: LocalTarget) -> None:
+    """In a JSON string after two copies of a sentence (95 bytes), SmolLM2 writes it on to its
+    budget: a period too long for `looping` to see in 384 bytes. With `long_loop` (at
+    `max_repeats` copies of its own) the correction stops as if its budget were spent."""
+    line = "Create a table with a custom column named customers and add an auto-incrementing key. "
+    text = '{"note": "' + line * 2
+    unlimited = DecodingPolicy(max_repeats=10**9)
+    looped = smollm2.correct("Write JSON.", text, JSON, max_tokens=200, until=200, policy=unlimited)
+    assert len(looped.tokens) == 200 and not looping(looped.text.encode(), 0.15)
+    c = smollm2.correct("Write JSON.", text, JSON, max_tokens=200, until=200)
+    assert c.stop_reason == "max_tokens" and len(c.tokens) < 120
+    assert long_loop(c.text.encode(), DEFAULT_POLICY.max_repeats)
