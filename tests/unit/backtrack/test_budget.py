@@ -205,6 +205,9 @@ def test_a_continuation_that_added_nothing_is_not_asked_for_again() -> None:
 
 
 def test_prose_after_a_correction_brings_no_third_call() -> None:
+    """End to end with a scripted API: its first reply goes prose after a member, and so does
+    its continuation. Before, the same prose was asked for a third time; now the target
+    completes after the continuation's correction."""
     schema = {
         "type": "object",
         "properties": {"name": S, "port": {"type": "integer"}},
