@@ -107,8 +107,7 @@ class Budget:
         after going on, has said all it means to (`said_all`), and the target completes the
         text (asked again, an API repeats what it wrote, or starts its answer over: SmolLM2
         through llama.cpp, a call more in two of nine runs). An empty reply says nothing: the
-        target corrects, and the API is asked again, unless the reply was a continuation
-        (`_fruitless`)."""
+        target corrects, and the API is asked again."""
         stopped = finish_reason == "stop"
         after_correction = wrote and any(r.kind != "draft" for r in rounds)
         said_all = stopped and (self._short_reply_continued or after_correction)
@@ -158,15 +157,17 @@ def _thrown_away(rounds: Sequence[Round], output: Output) -> bool:
 
 
 def _fruitless(rounds: Sequence[Round]) -> bool:
-    """The last draft is a continuation (not the run's first draft) that added nothing to the
-    text: not one of its characters fitted (prose, an answer started over, an empty reply its
-    retries did not mend), and the correction after it reused none of its rest. Asked again, an
-    API that answered so does it again: in SmolLM2's sampled drafts through llama.cpp, five of
-    six such continuations were followed by another that added nothing (the sixth kept ten
-    characters of a mangled line), each a call of up to 9 s. The target completes the text
-    instead."""
+    """The last draft is a continuation (not the run's first draft) that wrote text and added
+    nothing to the text: not one of its characters fitted (prose, an answer started over), and
+    the correction after it reused none of its rest. Asked again, an API that answered so does
+    it again: in SmolLM2's sampled drafts through llama.cpp, five of six such continuations were
+    followed by another that added nothing (the sixth kept ten characters of a mangled line),
+    each a call of up to 9 s. The target completes the text instead. An empty reply is no such
+    answer: it says nothing, and the few characters the target writes may be what the API
+    needed to go on (SmolLM2 through llama.cpp answered an odd prefix with nothing, then went on
+    after the correction); two in a row are `_no_headway`."""
     drafts = [r for r in rounds if r.kind == "draft"]
-    if len(drafts) < 2:
+    if len(drafts) < 2 or drafts[-1].ended == "empty":
         return False
     last = drafts[-1]
     after = [r for r in rounds if r.index > last.index]

@@ -190,8 +190,8 @@ def test_a_continuation_that_added_nothing_is_not_asked_for_again() -> None:
     """Asked to go on after a correction, a weak model writes prose, or its answer in another
     shape, and not one character fits; the correction after it reuses none of it. Asked again,
     it did the same in five of six cases (SmolLM2's sampled drafts through llama.cpp): the
-    target completes the text after that correction. A first draft is no continuation, and a
-    correction that reused the rest made headway."""
+    target completes the text after that correction. A first draft is no continuation, a
+    correction that reused the rest made headway, and an empty reply said nothing."""
     budget = Budget(GuideOptions(max_corrections=8, max_rounds=16))
     rounds = [draft(0, 40), correction(1), draft(2, 0, rejected=50)]
     assert not budget.no_more_drafts(rounds, NONE)
@@ -202,6 +202,9 @@ def test_a_continuation_that_added_nothing_is_not_asked_for_again() -> None:
     assert not budget.no_more_drafts([*rounds, reused], NONE)
     first = [draft(0, 0, rejected=30), correction(1)]
     assert not budget.no_more_drafts(first, NONE) and not budget.target_completes(first, NONE)
+    # An empty reply says nothing (test_provider_faults: the API goes on after the correction).
+    empty = Round(2, "draft", "empty", 0.1)
+    assert not budget.no_more_drafts([draft(0, 40), correction(1), empty, correction(3)], NONE)
 
 
 def test_prose_after_a_correction_brings_no_third_call() -> None:
