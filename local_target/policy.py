@@ -97,6 +97,10 @@ class DecodingPolicy:
             raise ValueError(f"speculate must be >= 0, got {self.speculate}")
         if not 0 <= self.selective_share <= 1:
             raise ValueError(f"selective_share must be in [0, 1], got {self.selective_share}")
+        if self.max_repeats < 2:
+            raise ValueError(
+                f"max_repeats must be >= 2 (one copy is no loop), got {self.max_repeats}"
+            )
         if not 0 <= self.min_novelty <= 1:
             raise ValueError(f"min_novelty must be in [0, 1], got {self.min_novelty}")
         if self.closing_after < 0:

@@ -565,6 +565,7 @@ def test_closing_window_is_a_quarter_of_the_budget_within_4_to_32_or_all_after_6
         {"selective_share": 1.5},
         {"min_novelty": -0.1},
         {"min_novelty": float("nan")},
+        {"max_repeats": 1},
     ],
     ids=str,
 )
