@@ -79,7 +79,7 @@ def long_loop(text: bytes | bytearray, copies: int) -> bool:
     `repeated_block` steers round (65 to `_LONG_BLOCK` bytes), more than blanks and closers: a
     model that writes whole lines again, too long a period for `looping` to see in its window
     (seen: SmolLM2 completing an SQL comment, `# Create a table with a custom column named
-    'customers' and add an auto-incrementing primary key` and a line end, 98 bytes, to its
+    'customers' and add an auto-incrementing primary key` and a line end, 97 bytes, to its
     budget of 512 tokens). No document of the repair corpora's look half holds two such copies
     in a row. One copy is no loop: `copies` counts from two."""
     copies = max(copies, 2)
