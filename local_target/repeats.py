@@ -13,7 +13,16 @@ def repeated_block(text: bytes | bytearray, copies: int) -> bytes | None:
     """The shortest block of `_BLOCK` bytes that `text` ends with `copies` copies of in a row,
     and that holds more than blanks and closers (the closers of deep nesting repeat, and must):
     the bytes one more copy would begin with. None where there is none."""
-    for size in range(_BLOCK.start, min(_BLOCK.stop, len(text) // copies + 1)):
+    return _ending_block(text, copies, _BLOCK)
+
+
+def _ending_block(text: bytes | bytearray, copies: int, sizes: range) -> bytes | None:
+    """The shortest block of a size in `sizes`, more than blanks and closers, that `text` ends
+    with `copies` copies of in a row (one copy is no loop: `copies` counts from two)."""
+    copies = max(copies, 2)
+    for size in range(sizes.start, min(sizes.stop, len(text) // copies + 1)):
+        if text[-1] != text[-1 - size]:
+            continue  # the cheap test first: most sizes end here
         block = bytes(text[-size:])
         if text[-size * copies :] == block * copies and block.translate(None, _CLOSING).strip():
             return block
@@ -21,6 +30,7 @@ def repeated_block(text: bytes | bytearray, copies: int) -> bytes | None:
 
 
 _BLOCK = range(8, 65)  # the sizes of a repeated block `repeated_block` looks for
+_LONG_BLOCK = range(_BLOCK.stop, 513)  # the sizes `long_loop` looks for
 _CLOSING = b")]}>\"'"
 
 
@@ -76,23 +86,13 @@ NOVELTY_BYTES = 384
 
 def long_loop(text: bytes | bytearray, copies: int) -> bool:
     """Whether `text` ends in `copies` copies in a row of one block longer than those
-    `repeated_block` steers round (65 to `_LONG_BLOCK` bytes), more than blanks and closers: a
-    model that writes whole lines again, too long a period for `looping` to see in its window
-    (seen: SmolLM2 completing an SQL comment, `# Create a table with a custom column named
-    'customers' and add an auto-incrementing primary key` and a line end, 97 bytes, to its
-    budget of 512 tokens). No document of the repair corpora's look half holds two such copies
-    in a row. One copy is no loop: `copies` counts from two."""
-    copies = max(copies, 2)
-    for size in range(_BLOCK.stop, min(_LONG_BLOCK, len(text) // copies) + 1):
-        if text[-1] != text[-1 - size]:
-            continue  # the cheap test first: most sizes end here
-        block = bytes(text[-size:])
-        if text[-size * copies :] == block * copies and block.translate(None, _CLOSING).strip():
-            return True
-    return False
-
-
-_LONG_BLOCK = 512
+    `repeated_block` steers round (65 to 512 bytes: `_LONG_BLOCK`), more than blanks and
+    closers: a model that writes whole lines again, too long a period for `looping` to see in
+    its window (seen: SmolLM2 completing an SQL comment, `# Create a table with a custom
+    column named 'customers' and add an auto-incrementing primary key` and a line end, 97
+    bytes, to its budget of 512 tokens). No document of the repair corpora's look half holds
+    two such copies in a row."""
+    return _ending_block(text, copies, _LONG_BLOCK) is not None
 
 
 BLANKS = b" \t\r\n"  # the bytes a text's blanks are made of
