@@ -28,10 +28,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeAlias
 
 from backtrack.local_drafter import SessionDrafter
-from backtrack.run.context import ContextRoom
+from backtrack.run.context import LEAST_BYTES, ContextRoom
 from backtrack.run.correction_round import TargetCall
 from backtrack.run.loop import GuideLoop
 from backtrack.run.options import GuideOptions
+from backtrack.run.target_prompt import with_refused_answer
 from backtrack.trace.result import GuideResult, TextLostError
 from grammars import Grammar, GrammarLike, TextError
 from local_target import Correction
@@ -112,9 +113,11 @@ class Run:
             target is None or target is self.drafter.target
         )
         loaded = target is not None or self._shares or _default_target is not None
-        room = ContextRoom.of(options, self._tokens_left, loaded=loaded)
-        self.loop = GuideLoop(Grammar.coerce(grammar), prompt, options, self._likeliest, room)
+        self._room = ContextRoom.of(options, self._tokens_left, loaded=loaded)
+        self.loop = GuideLoop(Grammar.coerce(grammar), prompt, options, self._likeliest, self._room)
         self._session: Session | None = None
+        self._session_prompt: Prompt = prompt  # what the session was started on
+        self._answered: Prompt | None = None  # the target's prompt once the first reply was refused
         self._effects: Generator[Effect, Outcome, GuideResult] | None = None
         self._retries = 0  # of the draft round under way
 
@@ -129,10 +132,28 @@ class Run:
             self.drafter = self.drafter.in_session(shared)
 
     def session(self) -> Session:
-        """The run's session on the target (loads the default target on first use)."""
-        if self._session is None:
-            self._session = self._target().session(self.prompt)
+        """The run's session on the target (loads the default target on first use), started
+        again where the target's prompt changed (`target_prompt`)."""
+        prompt = self.target_prompt()
+        if self._session is None or prompt is not self._session_prompt:
+            self._session = self._target().session(prompt)
+            self._session_prompt = prompt
         return self._session
+
+    def target_prompt(self) -> Prompt:
+        """What the target reads before the text: the run's prompt, followed by the API's first
+        reply where the grammar refused it whole (backtrack.run.target_prompt), unless the
+        drafter drafts in the target's own session or the target's context has no room for it."""
+        refused = self.loop.refused_answer
+        if refused is None or self._shares:
+            return self.prompt
+        if self._answered is None:
+            answered = with_refused_answer(self.prompt, refused)
+            target = self._target()
+            left = target.tokens_left(answered, "") if isinstance(target, CountsTokens) else None
+            roomy = left is None or left - self._room.reserve >= LEAST_BYTES
+            self._answered = answered if roomy else self.prompt
+        return self._answered
 
     def _target(self) -> Target:
         """The run's target (loads the default target on first use)."""
@@ -141,10 +162,12 @@ class Run:
         return self.target
 
     def _tokens_left(self, text: str) -> int | None:
-        """The tokens the target's context has left after the prompt and `text` (counted by its
-        own tokenizer; backtrack.run.context); None where it does not say."""
+        """The tokens the target's context has left after its prompt (`target_prompt`) and `text`
+        (counted by its own tokenizer; backtrack.run.context); None where it does not say."""
         target = self._target()
-        return target.tokens_left(self.prompt, text) if isinstance(target, CountsTokens) else None
+        if not isinstance(target, CountsTokens):
+            return None
+        return target.tokens_left(self.target_prompt(), text)
 
     def _likeliest(self, texts: list[str]) -> int:
         """Which of repairs that tie the target finds likeliest (blocking: forward passes)."""
