@@ -28,11 +28,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeAlias
 
 from backtrack.local_drafter import SessionDrafter
-from backtrack.run.context import LEAST_BYTES, ContextRoom
+from backtrack.run.context import ContextRoom
 from backtrack.run.correction_round import TargetCall
 from backtrack.run.loop import GuideLoop
 from backtrack.run.options import GuideOptions
-from backtrack.run.target_prompt import with_refused_answer
+from backtrack.run.target_prompt import TargetPrompt
 from backtrack.trace.result import GuideResult, TextLostError
 from grammars import Grammar, GrammarLike, TextError
 from local_target import Correction
@@ -117,7 +117,8 @@ class Run:
         self.loop = GuideLoop(Grammar.coerce(grammar), prompt, options, self._likeliest, self._room)
         self._session: Session | None = None
         self._session_prompt: Prompt = prompt  # what the session was started on
-        self._answered: Prompt | None = None  # the target's prompt once the first reply was refused
+        # The target reads the prompt its session shares with the drafter, if it does.
+        self._prompts = TargetPrompt(prompt, self._left, self._room.reserve, fixed=self._shares)
         self._effects: Generator[Effect, Outcome, GuideResult] | None = None
         self._retries = 0  # of the draft round under way
 
@@ -141,19 +142,8 @@ class Run:
         return self._session
 
     def target_prompt(self) -> Prompt:
-        """What the target reads before the text: the run's prompt, followed by the API's first
-        reply where the grammar refused it whole (backtrack.run.target_prompt), unless the
-        drafter drafts in the target's own session or the target's context has no room for it."""
-        refused = self.loop.refused_answer
-        if refused is None or self._shares:
-            return self.prompt
-        if self._answered is None:
-            answered = with_refused_answer(self.prompt, refused)
-            target = self._target()
-            left = target.tokens_left(answered, "") if isinstance(target, CountsTokens) else None
-            roomy = left is None or left - self._room.reserve >= LEAST_BYTES
-            self._answered = answered if roomy else self.prompt
-        return self._answered
+        """What the target reads before the text (backtrack.run.target_prompt)."""
+        return self._prompts.now(self.loop.rounds, self.loop.output.spans)
 
     def _target(self) -> Target:
         """The run's target (loads the default target on first use)."""
@@ -164,10 +154,11 @@ class Run:
     def _tokens_left(self, text: str) -> int | None:
         """The tokens the target's context has left after its prompt (`target_prompt`) and `text`
         (counted by its own tokenizer; backtrack.run.context); None where it does not say."""
+        return self._left(self.target_prompt(), text)
+
+    def _left(self, prompt: Prompt, text: str) -> int | None:
         target = self._target()
-        if not isinstance(target, CountsTokens):
-            return None
-        return target.tokens_left(self.target_prompt(), text)
+        return target.tokens_left(prompt, text) if isinstance(target, CountsTokens) else None
 
     def _likeliest(self, texts: list[str]) -> int:
         """Which of repairs that tie the target finds likeliest (blocking: forward passes)."""

@@ -91,9 +91,6 @@ class GuideLoop:
         self._api_finished = False  # the API's reply ended just after a slip: the target finishes
         self._capped = True  # in a few tokens (Budget.call), until that has once not been enough
         self.budget = Budget(options, self.output.room)
-        # The run's first reply, where the grammar refused it whole: the API's answer in another
-        # form, for the target to read (backtrack.run.target_prompt).
-        self.refused_answer: str | None = None
 
     @property
     def grammar(self) -> Grammar:
@@ -200,8 +197,6 @@ class GuideLoop:
         end = draft.finish(finish_reason, stripped, reasoning)
         self._after_draft(draft.reader, end)
         record = draft.close(end, usage=usage or Usage(), request_id=request_id, retries=retries)
-        if record.index == 0 and end.cut and not record.accepted_chars and end.rest.strip():
-            self.refused_answer = end.rest
         self._record(record)
         self._draft = None
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from backtrack import guide
-from backtrack.run.target_prompt import ASK_AGAIN, MOST_CHARS, with_refused_answer
+from backtrack.run.target_prompt import ASK_AGAIN, MOST_CHARS, TargetPrompt, with_refused_answer
+from backtrack.trace.record import Round, Span
 from grammars import Grammar
 from local_target import LocalTarget
 from local_target.prompt import prompt_ids
@@ -115,3 +116,14 @@ def test_smollm2_completes_with_the_values_of_an_answer_in_prose(smollm2: LocalT
     assert '"Ethiopia"' in result.text and '"Addis Ababa"' in result.text
     alone = smollm2.session(prompt).correct("{", schema, until="complete", max_tokens=40)
     assert "Ethiopia" not in alone.text and "Addis" not in alone.text
+
+
+def test_a_session_shared_with_the_drafter_keeps_the_prompt() -> None:
+    """A drafter on the target's own model drafts in the target's session: its prompt stays."""
+    refused = [Round(0, "draft", "cut", 0.1, rejected_chars=len(PROSE), cut_at=0)]
+    spans = [Span(PROSE, "rejected", 0)]
+    free = TargetPrompt("A country.", lambda prompt, text: None, 0)
+    assert free.now([], []) == "A country."  # the first reply is not over
+    assert free.now(refused, spans) == with_refused_answer("A country.", PROSE)
+    shared = TargetPrompt("A country.", lambda prompt, text: None, 0, fixed=True)
+    assert shared.now(refused, spans) == "A country."
