@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 from backtrack.run.context import ContextRoom
+from backtrack.run.target_prompt import refused_answer
 from backtrack.trace.record import ink
 
 if TYPE_CHECKING:
@@ -74,6 +75,18 @@ class Budget:
         corrections = sum(1 for r in rounds if r.kind != "draft")
         spent = corrections >= self.options.max_corrections or self.drafts_spent(rounds)
         return spent or (not settling and (self._said_all or _stuck(rounds, output)))
+
+    def api_done(self, rounds: Sequence[Round], output: Output) -> bool:
+        """The API will write no more of an answer the committed text holds: it has said all it
+        means to (`said_all`), or is stuck (`_stuck`). Its completion only finishes the text: in
+        at most `_FINISH_TOKENS`, closing from its first token (`call`). Where its first reply
+        was refused whole, the answer is not in the text but in that reply, which the target
+        reads and writes again in full (backtrack.run.target_prompt): not done then. Seen on
+        SmolLM2's sampled drafts: completing after a stuck API, the local model wrote list
+        items of its own (three more players, one server name six times: 76 and 93 tokens)."""
+        if refused_answer(rounds, output.spans) is not None:
+            return False
+        return self._said_all or _stuck(rounds, output)
 
     def call(
         self, output: Output, completes: bool, api_finished: bool

@@ -89,7 +89,7 @@ class GuideLoop:
         self._correction: CorrectionRound | None = None  # the correction round under way
         self._hand_back = HandBack()  # the last cut draft's rest, for the next correction
         self._api_finished = False  # the API's reply ended just after a slip: the target finishes
-        self._capped = True  # in a few tokens (Budget.call), until that has once not been enough
+        self._capped = True  # a finish in few tokens (Budget.call) until one was not enough
         self.budget = Budget(options, self.output.room)
 
     @property
@@ -177,8 +177,7 @@ class GuideLoop:
         return self._draft is not None and self._draft.reader.checks_only(chunk)
 
     def empty_reply(self, stream: DraftStream | AsyncDraftStream) -> ProviderError | None:
-        """The error for an empty API reply while the text is not complete, to retry
-        (`DraftRound.empty_reply`); None for any other."""
+        """The error for an empty reply to retry (`DraftRound.empty_reply`); else None."""
         return None if self._draft is None else self._draft.empty_reply(stream)
 
     def end_draft(
@@ -245,7 +244,8 @@ class GuideLoop:
         """The target's next correction, or None when the run ends instead: the budget is spent
         and the caller opted out of completion, or the target's context is full (Budget.call)."""
         settling = self._hand_back.settling()  # its value, then the run's own text reused
-        finishing = self._api_finished and not settling
+        done = self._api_finished or self.budget.api_done(self.rounds, self.output)
+        finishing = done and not settling
         completes = finishing or self.budget.target_completes(self.rounds, self.output, settling)
         capped = finishing and self._capped
         self.stop_reason, most = self.budget.call(self.output, completes, capped)
@@ -280,7 +280,7 @@ class GuideLoop:
         closers); else the slip left is corrected next, or the API drafts on. A finish in a few
         tokens that left the text incomplete (a required list of objects) gets the whole budget."""
         checker = self.output.checker
-        if round_.completes and not checker.complete and self._api_finished and self._capped:
+        if round_.until == "close" and not checker.complete and self._capped:
             self._capped = False
             self._next = "correct"
         elif round_.completes:

@@ -3,13 +3,17 @@ the corrections are spent, or once the API is stuck on one slip."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+
+import pytest
 
 from backtrack import GuideOptions, guide
 from backtrack.run.budget import Budget
 from backtrack.run.output import Output
 from backtrack.trace.record import Origin, Round
 from grammars import Grammar
+from local_target import LocalTarget
 from providers import FunctionDrafter
 from tests.support.scripted import ScriptedAPI, ScriptedTarget
 
@@ -167,8 +171,8 @@ def test_a_restart_in_another_shape_is_not_asked_for_again() -> None:
     """A weak model's settings object (real SmolLM2 drafts through llama.cpp, shortened): its
     first reply nests `"theme"`, the repairs keep `"dark"`, and the target adds the language;
     asked to go on, it starts its answer over, nested again, and never gets back to where it
-    stopped: a rewrite, dropped whole. The target completes the text: a third call would have
-    brought the same again."""
+    stopped: a rewrite, dropped whole. The target finishes the text, closing (`close`: the API
+    is done, `Budget.api_done`): a third call would have brought the same again."""
     schema = {
         "type": "object",
         "properties": {"theme": S, "language": S, "volume": {"type": "integer"}},
@@ -183,7 +187,7 @@ def test_a_restart_in_another_shape_is_not_asked_for_again() -> None:
     assert (result.api_calls, result.valid) == (2, True)
     assert result.text == '{\n    "theme": "dark",\n        "language": "en", "volume": 3}'
     assert [d.reason for d in result.drops if d.round == 2] == ["rewrite"]
-    assert [until for _, until in target.calls] == ["terminal", "complete"]
+    assert [until for _, until in target.calls] == ["terminal", "close"]
 
 
 def test_a_continuation_that_added_nothing_is_not_asked_for_again() -> None:
@@ -210,7 +214,7 @@ def test_a_continuation_that_added_nothing_is_not_asked_for_again() -> None:
 def test_prose_after_a_correction_brings_no_third_call() -> None:
     """End to end with a scripted API: its first reply goes prose after a member, and so does
     its continuation. Before, the same prose was asked for a third time; now the target
-    completes after the continuation's correction."""
+    finishes the text after the continuation's correction, closing."""
     schema = {
         "type": "object",
         "properties": {"name": S, "port": {"type": "integer"}},
@@ -223,4 +227,34 @@ def test_prose_after_a_correction_brings_no_third_call() -> None:
     result = guide(FunctionDrafter(api), schema, prompt="a server", target=target)
     assert (result.api_calls, result.valid) == (2, True)
     assert result.text == '{"name": "web",\n "port": 80}'
-    assert [until for _, until in target.calls] == ["terminal", "terminal", "complete"]
+    assert [until for _, until in target.calls] == ["terminal", "terminal", "close"]
+
+
+@pytest.mark.model
+def test_smollm2_finishes_a_stuck_apis_list_without_items_of_its_own(smollm2: LocalTarget) -> None:
+    """An API that goes prose after two players and again when asked to go on: the real model
+    finishes the text, closing from its first token (`Budget.api_done`). Completing freely, it
+    wrote two players of its own (`Björn`, 40 local tokens); now one, which the API's comma
+    after the second asks for (19)."""
+    player = {
+        "type": "object",
+        "properties": {"name": S, "number": {"type": "integer"}},
+        "required": ["name", "number"],
+        "additionalProperties": False,
+    }
+    schema = {
+        "type": "object",
+        "properties": {"team": S, "players": {"type": "array", "items": player}},
+        "required": ["team", "players"],
+        "additionalProperties": False,
+    }
+    first = '{"team": "Oslo FC", "players": [\n  {"name": "Ann", "number": 10},\n'
+    first += '  {"name": "Bo", "number": 7},\nThat is all I know.'
+    prose = "Sorry, I cannot help with that request."
+    api = ScriptedAPI("", drafts=[first, prose, prose])
+    prompt = "Give a JSON object describing a football team, with the keys team, players."
+    result = guide(FunctionDrafter(api), schema, prompt=prompt, target=smollm2)
+    assert (result.valid, result.api_calls) == (True, 2)
+    players = json.loads(result.text)["players"]
+    assert players[:2] == [{"name": "Ann", "number": 10}, {"name": "Bo", "number": 7}]
+    assert len(players) <= 3 and result.local_tokens < 30
