@@ -84,7 +84,7 @@ class Budget:
         reads and writes again in full (backtrack.run.target_prompt): not done then. Seen on
         SmolLM2's sampled drafts: completing after a stuck API, the local model wrote list
         items of its own (three more players, one server name six times: 76 and 93 tokens)."""
-        if refused_answer(rounds, output.spans) is not None:
+        if refused_answer(rounds, output) is not None:
             return False
         return self._said_all or _stuck(rounds, output)
 

@@ -143,7 +143,7 @@ class Run:
 
     def target_prompt(self) -> Prompt:
         """What the target reads before the text (backtrack.run.target_prompt)."""
-        return self._prompts.now(self.loop.rounds, self.loop.output.spans)
+        return self._prompts.now(self.loop.rounds, self.loop.output)
 
     def _target(self) -> Target:
         """The run's target (loads the default target on first use)."""

@@ -23,7 +23,8 @@ from backtrack.run.context import LEAST_BYTES
 from providers.base import Message, Prompt
 
 if TYPE_CHECKING:
-    from backtrack.trace.record import Round, Span
+    from backtrack.run.output import Output
+    from backtrack.trace.record import Round
 
 # Of four wordings tried on those eight replies (SmolLM2 completing from the start), one of the two
 # that carried the most values (14 of 21), and the only one that never left the form asked for:
@@ -48,13 +49,14 @@ def with_refused_answer(prompt: Prompt, answer: str) -> list[Message]:
     ]
 
 
-def refused_answer(rounds: Sequence[Round], spans: Sequence[Span]) -> str | None:
+def refused_answer(rounds: Sequence[Round], output: Output) -> str | None:
     """The run's first reply, where the grammar refused it from its first character (its rest
     after the cut, a preamble dropped before it aside); None where it is not over, or some of it
     was committed."""
     first = rounds[0] if rounds else None
     if first is None or first.kind != "draft" or first.ended != "cut" or first.accepted_chars:
         return None
+    spans = output.spans  # read only where the first round says the reply was refused whole
     answer = "".join(s.text for s in spans if s.round == 0 and s.origin == "rejected")
     return answer if answer.strip() else None
 
@@ -79,12 +81,12 @@ class TargetPrompt:
         self._reserve = reserve
         self._decided: Prompt | None = prompt if fixed else None
 
-    def now(self, rounds: Sequence[Round], spans: Sequence[Span]) -> Prompt:
-        """The prompt the target reads now, the run's `rounds` and `spans` so far."""
+    def now(self, rounds: Sequence[Round], output: Output) -> Prompt:
+        """The prompt the target reads now, after the run's `rounds` and `output` so far."""
         if self._decided is not None or not rounds:
             return self._decided or self.prompt
         self._decided = self.prompt
-        answer = refused_answer(rounds, spans)
+        answer = refused_answer(rounds, output)
         if answer is not None:
             answered = with_refused_answer(self.prompt, answer)
             if self._roomy(answered):

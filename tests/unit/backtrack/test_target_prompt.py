@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from backtrack import guide
+from backtrack.run.output import Output
 from backtrack.run.target_prompt import ASK_AGAIN, MOST_CHARS, TargetPrompt, with_refused_answer
-from backtrack.trace.record import Round, Span
+from backtrack.trace.record import Round
 from grammars import Grammar
 from local_target import LocalTarget
 from local_target.prompt import prompt_ids
@@ -121,9 +122,10 @@ def test_smollm2_completes_with_the_values_of_an_answer_in_prose(smollm2: LocalT
 def test_a_session_shared_with_the_drafter_keeps_the_prompt() -> None:
     """A drafter on the target's own model drafts in the target's session: its prompt stays."""
     refused = [Round(0, "draft", "cut", 0.1, rejected_chars=len(PROSE), cut_at=0)]
-    spans = [Span(PROSE, "rejected", 0)]
+    output = Output(Grammar.coerce(COUNTRY))
+    output.add(PROSE, "rejected")  # round 0's
     free = TargetPrompt("A country.", lambda prompt, text: None, 0)
-    assert free.now([], []) == "A country."  # the first reply is not over
-    assert free.now(refused, spans) == with_refused_answer("A country.", PROSE)
+    assert free.now([], output) == "A country."  # the first reply is not over
+    assert free.now(refused, output) == with_refused_answer("A country.", PROSE)
     shared = TargetPrompt("A country.", lambda prompt, text: None, 0, fixed=True)
-    assert shared.now(refused, spans) == "A country."
+    assert shared.now(refused, output) == "A country."
